@@ -1,0 +1,23 @@
+"""Per-run configuration handed to every node, tool and interceptor."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class RunnableConfig:
+    """Who the run is for and what travels with it.
+
+    ``thread_id`` names the conversation (checkpoints are kept per thread);
+    ``metadata`` holds caller-visible settings (``_stream_``); ``context`` is the run's
+    working space shared by nodes and interceptors (``dynamic_tools``,
+    ``_MODEL_ITERATION_`` …) — the one mutable part, on purpose.
+    """
+
+    thread_id: str | None = None
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
+    context: dict[str, Any] = attrs.field(factory=dict, hash=False)

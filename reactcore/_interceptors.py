@@ -1,0 +1,80 @@
+"""Interceptors: code that wraps each tool call, composed first-outermost.
+
+An interceptor is any object with ``async def wrap_tool_call(request, handler)``; it may
+rewrite the request, short-circuit, retry by calling ``handler`` again, or post-process
+the response. With ``[i1, i2]`` the order is ``i1-before, i2-before, call, i2-after,
+i1-after``. The chain is built once per node, not per call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+
+from ._config import RunnableConfig
+from ._messages import ToolCall
+from ._state import OverAllState
+
+if TYPE_CHECKING:
+    from ._tools import Tool
+
+_NO_UPDATE: Mapping[str, Any] = MappingProxyType({})
+
+
+@attrs.frozen
+class ToolCallRequest:
+    """One tool call on its way to the tool: the call, the state it sees, the run's config."""
+
+    call: ToolCall
+    state: OverAllState
+    config: RunnableConfig
+    tool: Tool = attrs.field(eq=False, repr=False)
+
+    def with_arguments(self, arguments: str | Mapping[str, Any]) -> ToolCallRequest:
+        """The same request with other arguments (a JSON string or a mapping)."""
+        raw = arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
+        return attrs.evolve(self, call=attrs.evolve(self.call, arguments=raw))
+
+
+@attrs.frozen
+class ToolCallResponse:
+    """What a call produced: the text for the model, and the state updates it made."""
+
+    text: str
+    is_error: bool = False
+    update: Mapping[str, Any] = attrs.field(default=_NO_UPDATE, eq=False, repr=False)
+
+
+ToolHandler = Callable[[ToolCallRequest], Awaitable[ToolCallResponse]]
+
+
+@runtime_checkable
+class ToolInterceptor(Protocol):
+    """Wraps tool calls; see the module docstring."""
+
+    async def wrap_tool_call(
+        self, request: ToolCallRequest, handler: ToolHandler
+    ) -> ToolCallResponse: ...
+
+
+def _wrap(interceptor: ToolInterceptor, inner: ToolHandler) -> ToolHandler:
+    wrap = interceptor.wrap_tool_call
+
+    async def handler(request: ToolCallRequest) -> ToolCallResponse:
+        return await wrap(request, inner)
+
+    return handler
+
+
+def chain_tool_interceptors(
+    interceptors: Sequence[ToolInterceptor], innermost: ToolHandler
+) -> ToolHandler:
+    """One handler that runs ``interceptors`` (first outermost) around ``innermost``."""
+    handler = innermost
+    for interceptor in reversed(interceptors):
+        handler = _wrap(interceptor, handler)
+    return handler

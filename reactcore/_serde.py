@@ -1,0 +1,216 @@
+"""The one cattrs ``Converter`` and every conversion at the edges.
+
+- tool arguments and structured output: strict structuring (no ``"5"`` → ``5``, no
+  ``5.7`` → ``5``, no extra keys), with errors that name the parameter;
+- results: any value a tool returns, as JSON text;
+- the OpenAI chat-completions wire format (plain dicts), through private attrs classes
+  that mirror it, so a malformed provider payload fails with a readable error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import attrs
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.gen import make_dict_structure_fn
+
+from ._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResponse,
+    ToolResponseMessage,
+    UserMessage,
+)
+
+converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+class StrictTypeError(TypeError):
+    """A value of the wrong JSON type; the message says what was expected and got."""
+
+
+def _strict_int(value: Any, _: type) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise StrictTypeError(f"expected an integer, got {_type_name(value)} {value!r}")
+
+
+def _strict_float(value: Any, _: type) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise StrictTypeError(f"expected a number, got {_type_name(value)} {value!r}")
+
+
+def _strict_str(value: Any, _: type) -> str:
+    if isinstance(value, str):
+        return value
+    raise StrictTypeError(f"expected a string, got {_type_name(value)} {value!r}")
+
+
+def _strict_bool(value: Any, _: type) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise StrictTypeError(f"expected a boolean, got {_type_name(value)} {value!r}")
+
+
+converter.register_structure_hook(int, _strict_int)
+converter.register_structure_hook(float, _strict_float)
+converter.register_structure_hook(str, _strict_str)
+converter.register_structure_hook(bool, _strict_bool)
+
+
+def _format_one(exc: BaseException, type_: Any) -> str:
+    if isinstance(exc, StrictTypeError):
+        return str(exc)
+    if isinstance(exc, KeyError):
+        return "required, missing"
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return f"unexpected {', '.join(sorted(exc.extra_fields))}"
+    expected = getattr(type_, "__name__", None) or repr(type_)
+    return f"expected {expected} ({type(exc).__name__}: {exc})"
+
+
+def describe_error(exc: BaseException, root: str) -> str:
+    """One line saying what is wrong where, from a cattrs structuring error."""
+    if isinstance(exc, ClassValidationError | IterableValidationError):
+        return "; ".join(cattrs.transform_error(exc, path=root, format_exception=_format_one))
+    return f"{_format_one(exc, None)} @ {root}"
+
+
+def to_json_text(value: Any) -> str:
+    """A tool's result as text for the model: strings pass through, the rest is JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(converter.unstructure(value), ensure_ascii=False)
+
+
+# --- the OpenAI chat-completions wire format -------------------------------------------
+
+
+@attrs.frozen
+class _WireFunction:
+    name: str
+    arguments: str = "{}"
+
+
+@attrs.frozen
+class _WireToolCall:
+    id: str
+    function: _WireFunction
+    type: Literal["function"] = "function"
+
+
+@attrs.frozen
+class _WireMessage:
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: Any = None
+    tool_calls: list[_WireToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+for _cls in (_WireFunction, _WireToolCall, _WireMessage):
+    # Providers add fields (refusal, annotations, audio …); the wire tolerates them.
+    converter.register_structure_hook(
+        _cls, make_dict_structure_fn(_cls, converter, _cattrs_forbid_extra_keys=False)
+    )
+
+
+def _content_text(content: Any) -> str:
+    """Text of a wire ``content``: a string, null, or a list of ``{"type": "text"}`` parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"] for part in content if isinstance(part, dict) and "text" in part
+        )
+    raise StrictTypeError(f"expected message content as a string or parts, got {content!r}")
+
+
+def message_to_wire(message: Message) -> list[dict[str, Any]]:
+    """One message as wire dicts (a ``ToolResponseMessage`` becomes one per response)."""
+    match message:
+        case SystemMessage(text=text):
+            return [{"role": "system", "content": text}]
+        case UserMessage(text=text):
+            return [{"role": "user", "content": text}]
+        case AssistantMessage(text=text, tool_calls=calls):
+            wire: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                wire["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in calls
+                ]
+            return [wire]
+        case ToolResponseMessage(responses=responses):
+            return [
+                {"role": "tool", "tool_call_id": r.id, "content": r.response_data}
+                for r in responses
+            ]
+    raise TypeError(f"not a message: {message!r}")
+
+
+def messages_to_wire(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """A conversation as the ``messages`` array of a chat-completions request."""
+    return [wire for message in messages for wire in message_to_wire(message)]
+
+
+def assistant_from_wire(payload: Any) -> AssistantMessage:
+    """An ``AssistantMessage`` from a wire ``message`` dict (a response's ``choices[i]``)."""
+    return _assistant(converter.structure(payload, _WireMessage))
+
+
+def _assistant(wire: _WireMessage) -> AssistantMessage:
+    calls = [ToolCall(c.id, c.function.name, c.function.arguments) for c in wire.tool_calls or ()]
+    return AssistantMessage(_content_text(wire.content), calls)
+
+
+def messages_from_wire(payload: Sequence[Any]) -> list[Message]:
+    """A wire ``messages`` array as messages; consecutive ``tool`` items form one message.
+
+    A tool item's name is read from the assistant call it answers. The wire carries no
+    ``is_error`` flag and no metadata, so those come back as their defaults.
+    """
+    wires = converter.structure(list(payload), list[_WireMessage])
+    names: dict[str, str] = {}
+    out: list[Message] = []
+    pending: list[ToolResponse] = []
+    for wire in wires:
+        if wire.role != "tool" and pending:
+            out.append(ToolResponseMessage(pending))
+            pending = []
+        text = _content_text(wire.content)
+        if wire.role in ("system", "developer"):
+            out.append(SystemMessage(text))
+        elif wire.role == "user":
+            out.append(UserMessage(text))
+        elif wire.role == "assistant":
+            message = _assistant(wire)
+            names.update((c.id, c.name) for c in message.tool_calls)
+            out.append(message)
+        else:
+            if wire.tool_call_id is None:
+                raise ValueError("a wire 'tool' message has no tool_call_id")
+            name = wire.name or names.get(wire.tool_call_id, "")
+            pending.append(ToolResponse(wire.tool_call_id, name, text))
+    if pending:
+        out.append(ToolResponseMessage(pending))
+    return out

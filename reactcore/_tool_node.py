@@ -1,0 +1,301 @@
+"""``AgentToolNode``: the acting half of a ReAct agent.
+
+Given a state whose last message is an ``AssistantMessage`` with tool calls (or a partial
+``ToolResponseMessage`` answering some of them), it resolves each call to a tool, runs the
+calls through the interceptor chain and the scheduler, and answers with one
+``ToolResponseMessage`` in call order plus the state updates the tools made, merged by key
+strategy in call order — the same in sequential and parallel mode.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import attrs
+import structlog
+
+from ._config import RunnableConfig
+from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
+from ._exceptions import ToolArgumentError
+from ._interceptors import (
+    ToolCallRequest,
+    ToolCallResponse,
+    ToolHandler,
+    ToolInterceptor,
+    chain_tool_interceptors,
+)
+from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
+from ._scheduler import Job, Status, run_parallel, run_sequential
+from ._serde import to_json_text
+from ._state import MESSAGES, OverAllState, Remove, frozen_mapping
+from ._tools import Tool, ToolContext
+
+DYNAMIC_TOOLS = "dynamic_tools"
+RETURN_DIRECT = "return_direct"
+ToolResolver = Callable[[str], Tool | None]
+
+
+def _as_tool(value: Tool | Callable[..., Any]) -> Tool:
+    return value if isinstance(value, Tool) else Tool.from_function(value)
+
+
+def _index_tools(tools: Iterable[Tool | Callable[..., Any]]) -> Mapping[str, Tool]:
+    index: dict[str, Tool] = {}
+    for value in tools:
+        t = _as_tool(value)
+        index.setdefault(t.name, t)  # the first of a name wins, as in the seed
+    return MappingProxyType(index)
+
+
+def _dynamic_tools(config: RunnableConfig) -> Mapping[str, Tool]:
+    found = config.context.get(DYNAMIC_TOOLS)
+    if not found:
+        return {}
+    if isinstance(found, Mapping):
+        return found
+    return _index_tools(found)
+
+
+def _positive(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be positive, got {value}")
+
+
+def _at_least_one(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"max_parallel_tools must be at least 1, got {value}")
+
+
+def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolResponseMessage | None]:
+    """The assistant message whose calls the node must answer, and the partial answer so far.
+
+    ``ValueError`` names what was found when the last message is neither.
+    """
+    messages: Sequence[Any] = state.get(MESSAGES) or ()
+    last = messages[-1] if messages else None
+    if isinstance(last, AssistantMessage) and last.tool_calls:
+        return last, None
+    if isinstance(last, ToolResponseMessage) and len(messages) >= 2:
+        before = messages[-2]
+        ids = {c.id for c in getattr(before, "tool_calls", ())}
+        if ids and all(r.id in ids for r in last.responses):
+            return before, last
+    found = "no messages" if last is None else f"a {type(last).__name__} last"
+    raise ValueError(
+        "AgentToolNode needs the last message to be an AssistantMessage with tool calls, or "
+        f"a ToolResponseMessage answering some of them; found {found}"
+    )
+
+
+@attrs.define(eq=False)
+class _Observer:
+    """Logs each call's start and end, when the node was asked to (``enable_acting_log``)."""
+
+    log: Any
+
+    async def job_started(self, job: Job) -> None:
+        call: ToolCall = job.key.call
+        self.log.info("tool_call_started", call_id=call.id, tool=call.name)
+        self.log.debug("tool_call_arguments", call_id=call.id, arguments=call.arguments)
+
+    async def job_ended(self, job: Job) -> None:
+        call: ToolCall = job.key.call
+        if job.status is Status.DONE:
+            self.log.info(
+                "tool_call_finished",
+                call_id=call.id,
+                tool=call.name,
+                duration_ms=round(job.duration * 1000, 3),
+                is_error=job.result.is_error,
+            )
+        elif job.status is Status.CANCELLED:
+            self.log.info(
+                "tool_call_cancelled", call_id=call.id, tool=call.name, reason=job.cancel_reason
+            )
+
+
+@attrs.define(eq=False)
+class AgentToolNode:
+    """Runs the tool calls of the last assistant message; ``await node(state, config)``.
+
+    Sequential by default (sync tools inline, or in a worker thread with
+    ``wrap_sync_tools_as_async``); with ``parallel_tool_execution`` and two or more calls,
+    one task per call in a task group, at most ``max_parallel_tools`` at a time, sync tools
+    always in worker threads. Each call gets ``tool.timeout`` or
+    ``tool_execution_timeout`` seconds from when it starts running.
+    """
+
+    tools: Sequence[Tool | Callable[..., Any]] = ()
+    agent_name: str = attrs.field(default="agent", kw_only=True)
+    parallel_tool_execution: bool = attrs.field(default=False, kw_only=True)
+    max_parallel_tools: int = attrs.field(default=5, kw_only=True, validator=_at_least_one)
+    tool_execution_timeout: float = attrs.field(default=300.0, kw_only=True, validator=_positive)
+    wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True)
+    tool_interceptors: Sequence[ToolInterceptor] = attrs.field(default=(), kw_only=True)
+    tool_resolver: ToolResolver | None = attrs.field(default=None, kw_only=True)
+    tool_context: Mapping[str, Any] = attrs.field(
+        factory=dict, kw_only=True, converter=frozen_mapping
+    )
+    exception_processor: ToolExceptionProcessor = attrs.field(
+        factory=DefaultToolExceptionProcessor, kw_only=True
+    )
+    enable_acting_log: bool = attrs.field(default=False, kw_only=True)
+
+    _index: Mapping[str, Tool] = attrs.field(init=False)
+    _limiter: anyio.CapacityLimiter = attrs.field(init=False)
+    _thread_limiter: anyio.CapacityLimiter = attrs.field(init=False)
+    _inline: ToolHandler = attrs.field(init=False)
+    _threaded: ToolHandler = attrs.field(init=False)
+    _log: Any = attrs.field(init=False)
+    _observer: _Observer | None = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._index = _index_tools(self.tools)
+        self._limiter = anyio.CapacityLimiter(self.max_parallel_tools)
+        # Worker threads get their own limiter, sized for the node: a call holds one node
+        # slot and its thread one thread slot; never the node's limiter twice.
+        self._thread_limiter = anyio.CapacityLimiter(self.max_parallel_tools)
+        chain = functools.partial(chain_tool_interceptors, list(self.tool_interceptors))
+        self._inline = chain(functools.partial(self._execute, self.wrap_sync_tools_as_async))
+        self._threaded = chain(functools.partial(self._execute, True))
+        self._log = structlog.get_logger("reactcore", agent=self.agent_name)
+        self._observer = _Observer(self._log) if self.enable_acting_log else None
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the node's own tools, in order."""
+        return list(self._index)
+
+    def resolve(self, name: str, config: RunnableConfig) -> Tool | None:
+        """The tool called ``name``: the node's, then the run's dynamic tools, then the resolver."""
+        found = self._index.get(name) or _dynamic_tools(config).get(name)
+        if found is None and self.tool_resolver is not None:
+            found = self.tool_resolver(name)
+        return found
+
+    async def __call__(
+        self, state: Mapping[str, Any], config: RunnableConfig | None = None
+    ) -> dict[str, Any]:
+        """The partial state update answering the pending tool calls (``{}`` if none)."""
+        state = state if isinstance(state, OverAllState) else OverAllState(state)
+        config = config if config is not None else RunnableConfig()
+        assistant, partial = pending_calls(state)
+        done = {r.id: r for r in partial.responses} if partial else {}
+        missing = [c for c in assistant.tool_calls if c.id not in done]
+        if not missing:
+            return {}
+        answered, updates = await self._run(missing, state, config)
+        done.update(answered)
+        responses = [done[c.id] for c in assistant.tool_calls if c.id in done]
+        metadata = (
+            {"finish_reason": RETURN_DIRECT} if self._return_direct(assistant, config) else {}
+        )
+        out = state.combine_updates(updates)
+        extra = out.pop(MESSAGES, None)
+        messages: list[Any] = [Remove(partial)] if partial is not None else []
+        messages.append(ToolResponseMessage(responses, metadata))
+        if extra is not None:
+            messages.extend(extra if isinstance(extra, list | tuple) else [extra])
+        out[MESSAGES] = messages
+        return out
+
+    def _return_direct(self, assistant: AssistantMessage, config: RunnableConfig) -> bool:
+        resolved = [self.resolve(c.name, config) for c in assistant.tool_calls]
+        found = [t for t in resolved if t is not None]
+        return bool(found) and all(t.return_direct for t in found)
+
+    def _unknown(self, call: ToolCall, config: RunnableConfig) -> ToolResponse:
+        names = ", ".join([*self._index, *_dynamic_tools(config)]) or "none"
+        self._log.warning("tool_not_available", call_id=call.id, tool=call.name)
+        text = f"Tool not available: {call.name}. Available tools: {names}"
+        return ToolResponse(call.id, call.name, text, is_error=True)
+
+    async def _run(
+        self, calls: Sequence[ToolCall], state: OverAllState, config: RunnableConfig
+    ) -> tuple[dict[str, ToolResponse], list[Mapping[str, Any]]]:
+        parallel = self.parallel_tool_execution and len(calls) > 1
+        handler = self._threaded if parallel else self._inline
+        answered: dict[str, ToolResponse] = {}
+        jobs: list[Job] = []
+        for call in calls:
+            found = self.resolve(call.name, config)
+            if found is None:
+                answered[call.id] = self._unknown(call, config)
+                continue
+            request = ToolCallRequest(call, state, config, found)
+            jobs.append(
+                Job(
+                    functools.partial(self._call, handler, request),
+                    found.timeout or self.tool_execution_timeout,
+                    found.limiter,
+                    request,
+                    self._observer,
+                )
+            )
+        if parallel:
+            await run_parallel(jobs, self._limiter)
+        else:
+            await run_sequential(jobs)
+        updates: list[Mapping[str, Any]] = []
+        for job in jobs:
+            call = job.key.call
+            answered[call.id] = self._response(job, call)
+            if job.status is Status.DONE and not job.result.is_error and job.result.update:
+                updates.append(job.result.update)
+        return answered, updates
+
+    def _response(self, job: Job, call: ToolCall) -> ToolResponse:
+        if job.status is Status.DONE:
+            result: ToolCallResponse = job.result
+            return ToolResponse(call.id, call.name, result.text, result.is_error)
+        if job.status is Status.TIMED_OUT:
+            self._log.warning(
+                "tool_call_timed_out", call_id=call.id, tool=call.name, timeout=job.timeout
+            )
+            text = f"Error: Tool execution timed out after {job.timeout:g}s (tool '{call.name}')"
+        else:
+            reason = f": {job.cancel_reason}" if job.cancel_reason else ""
+            text = f"Error: Tool execution was cancelled by the caller{reason}"
+        return ToolResponse(call.id, call.name, text, is_error=True)
+
+    async def _call(self, handler: ToolHandler, request: ToolCallRequest) -> ToolCallResponse:
+        """The one place where a call's errors become responses (or, if asked, raise)."""
+        try:
+            return await handler(request)
+        except ToolArgumentError as exc:
+            return ToolCallResponse(f"Error: {exc}", is_error=True)
+        except Exception as exc:
+            self._log.warning(
+                "tool_call_failed",
+                call_id=request.call.id,
+                tool=request.call.name,
+                error=type(exc).__name__,
+            )
+            return ToolCallResponse(self.exception_processor(request, exc), is_error=True)
+
+    async def _execute(self, threaded: bool, request: ToolCallRequest) -> ToolCallResponse:
+        """Call the tool itself: the innermost handler of the interceptor chain."""
+        tool = request.tool
+        kwargs = tool.parse_arguments(request.call.arguments)
+        context = None
+        if tool.wants_context:
+            context = ToolContext(request.call, request.config, self.tool_context, request.state)
+            tool.bind(kwargs, context)
+        if tool.is_async:
+            result = await tool.func(**kwargs)
+        elif threaded:
+            result = await anyio.to_thread.run_sync(
+                functools.partial(tool.func, **kwargs),
+                abandon_on_cancel=True,
+                limiter=self._thread_limiter,
+            )
+        else:
+            result = tool.func(**kwargs)
+        if context is None:
+            return ToolCallResponse(to_json_text(result))
+        return ToolCallResponse(to_json_text(result), update=context.update)

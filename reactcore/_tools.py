@@ -1,0 +1,241 @@
+"""Tools: a function the model may call, with a schema from its signature.
+
+``@tool`` turns a sync or async function into a ``Tool``. The JSON Schema of its
+parameters comes from the type hints (see ``_schema``); the model's JSON arguments are
+structured strictly with the project's converter, so a wrong call is an error response
+that names the parameter and the tool is never called with bad values.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, overload
+
+import anyio
+import anyio.from_thread
+import attrs
+
+from ._config import RunnableConfig
+from ._exceptions import ToolArgumentError
+from ._messages import ToolCall
+from ._schema import object_schema
+from ._serde import converter, describe_error
+from ._state import OverAllState
+
+
+@attrs.define(eq=False)
+class ToolContext:
+    """What a tool may ask for by annotating a parameter ``ToolContext`` (hidden from the model).
+
+    ``state`` is a snapshot: a deep copy made on first access, so a tool can never change
+    the node's input state. ``update`` is this call's own map of state updates; it is
+    merged by key strategy after the call, and dropped if the call fails or times out.
+    """
+
+    call: ToolCall
+    config: RunnableConfig
+    tool_context: Mapping[str, Any]
+    _source: OverAllState = attrs.field(alias="source")
+    update: dict[str, Any] = attrs.field(factory=dict)
+    _snapshot: OverAllState | None = attrs.field(default=None, init=False)
+
+    @property
+    def state(self) -> OverAllState:
+        """A private deep copy of the state the node was called with."""
+        if self._snapshot is None:
+            data = copy.deepcopy(dict(self._source.data))
+            self._snapshot = OverAllState(data, self._source.key_strategies)
+        return self._snapshot
+
+
+def check_cancelled() -> None:
+    """Raise the backend's cancellation if this tool call was timed out or cancelled.
+
+    Call it now and then from a sync tool: a tool in a worker thread cannot be stopped from
+    outside, so after a timeout its thread is abandoned and ends at its next check. From a
+    tool running inline (on the event loop thread) it does nothing.
+    """
+    try:
+        anyio.from_thread.check_cancelled()
+    except anyio.NoEventLoopError:
+        return
+
+
+def _is_async(func: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None)  # noqa: B004 - async callable objects count too
+    )
+
+
+@attrs.frozen(eq=False)
+class _Signature:
+    """The model-visible parameters of a function, and how to structure arguments for them."""
+
+    schema: dict[str, Any]
+    names: tuple[str, ...]
+    context_param: str | None
+    args_cls: type | None
+    structure: Callable[[Any, Any], Any] | None
+
+    @classmethod
+    def of(cls, func: Callable[..., Any], tool_name: str) -> _Signature:
+        hints = typing.get_type_hints(func)
+        fields: dict[str, Any] = {}
+        context_param = None
+        for p in inspect.signature(func).parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+                raise TypeError(f"tool {tool_name!r}: parameter {p.name!r} must be nameable")
+            hint = hints.get(p.name, Any)
+            if hint is ToolContext:
+                context_param = p.name
+                continue
+            default = attrs.NOTHING if p.default is p.empty else p.default
+            fields[p.name] = attrs.field(type=hint, default=default)
+        if not fields:
+            empty = {"type": "object", "properties": {}, "additionalProperties": False}
+            return cls(empty, (), context_param, None, None)
+        args_cls = attrs.make_class(f"{tool_name}_arguments", fields, slots=False)
+        field_hints = {name: f.type for name, f in attrs.fields_dict(args_cls).items()}
+        schema = object_schema(attrs.fields(args_cls), field_hints)
+        structure = converter.get_structure_hook(args_cls)
+        return cls(schema, tuple(fields), context_param, args_cls, structure)
+
+
+@attrs.frozen(eq=False)
+class Tool:
+    """A callable the model can ask for by ``name``.
+
+    ``timeout`` (seconds) overrides the node's; ``return_direct`` ends the run with this
+    tool's answer; ``limiter`` (an ``anyio.CapacityLimiter``) caps how many calls of every
+    tool sharing it run at once — a per-resource limit on top of the node's.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    func: Callable[..., Any]
+    is_async: bool
+    timeout: float | None = None
+    return_direct: bool = False
+    limiter: anyio.CapacityLimiter | None = None
+    _signature: _Signature | None = attrs.field(default=None, alias="signature", repr=False)
+
+    @classmethod
+    def from_function(
+        cls,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        return_direct: bool = False,
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> Tool:
+        """A tool from a sync or async function; see ``@tool``."""
+        tool_name = name or getattr(func, "__name__", None)
+        if not tool_name:
+            raise ValueError("a tool needs a name")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"tool {tool_name!r}: timeout must be positive, got {timeout}")
+        signature = _Signature.of(func, tool_name)
+        doc = inspect.getdoc(func) or ""
+        return cls(
+            tool_name,
+            description if description is not None else doc,
+            signature.schema,
+            func,
+            _is_async(func),
+            timeout,
+            return_direct,
+            limiter,
+            signature,
+        )
+
+    @property
+    def wants_context(self) -> bool:
+        """Whether the function takes a ``ToolContext`` parameter."""
+        return self._signature is not None and self._signature.context_param is not None
+
+    def parse_arguments(self, raw: str) -> dict[str, Any]:
+        """Keyword arguments from the model's JSON; ``ToolArgumentError`` says what is wrong."""
+        try:
+            data = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentError(
+                f"arguments for tool '{self.name}' are not valid JSON: {exc.msg} at position "
+                f"{exc.pos}",
+                tool_name=self.name,
+            ) from exc
+        if not isinstance(data, dict):
+            raise ToolArgumentError(
+                f"arguments for tool '{self.name}' must be a JSON object, "
+                f"got {type(data).__name__}",
+                tool_name=self.name,
+            )
+        sig = self._signature
+        if sig is None or sig.structure is None:
+            if data:
+                raise ToolArgumentError(
+                    f"invalid arguments for tool '{self.name}': unexpected "
+                    f"{', '.join(sorted(data))} (it takes no arguments)",
+                    tool_name=self.name,
+                )
+            return {}
+        try:
+            kwargs: dict[str, Any] = vars(sig.structure(data, sig.args_cls)).copy()
+        except Exception as exc:
+            raise ToolArgumentError(
+                f"invalid arguments for tool '{self.name}': {describe_error(exc, 'arguments')}",
+                tool_name=self.name,
+            ) from exc
+        return kwargs
+
+    def bind(self, kwargs: dict[str, Any], context: ToolContext | None) -> dict[str, Any]:
+        """``kwargs`` with the ``ToolContext`` added where the function asks for it."""
+        if context is not None and self._signature is not None and self._signature.context_param:
+            kwargs[self._signature.context_param] = context
+        return kwargs
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    return_direct: bool = False,
+    limiter: anyio.CapacityLimiter | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    return_direct: bool = False,
+    limiter: anyio.CapacityLimiter | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a ``Tool`` of a function: ``@tool`` or ``@tool(name=..., timeout=...)``."""
+
+    def make(f: Callable[..., Any]) -> Tool:
+        return Tool.from_function(
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            return_direct=return_direct,
+            limiter=limiter,
+        )
+
+    return make if func is None else make(func)
