@@ -4,7 +4,11 @@
 
     ReactcoreError
      ├── ToolExecutionError        a tool raised and the exception processor chose to raise
-     └── ToolArgumentError         (also ValueError) the model's arguments do not fit the tool
+     ├── ToolArgumentError         (also ValueError) the model's arguments do not fit the tool
+     └── ModelError                the model gave no usable answer
+          ├── ModelHTTPError       an HTTP error status (after retries)
+          ├── ModelTimeoutError    connect / read / write timed out (after retries)
+          └── ModelStreamError     a streamed answer was cut or malformed
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
 ``ValueError`` / ``TypeError``: they are bugs in the caller, not run-time failures.
@@ -42,3 +46,31 @@ class ToolArgumentError(ReactcoreError, ValueError):
     def __init__(self, message: str, *, tool_name: str) -> None:
         super().__init__(message)
         self.tool_name = tool_name
+
+
+class ModelError(ReactcoreError):
+    """Raised when the model could not give an answer (after any retries)."""
+
+
+class ModelHTTPError(ModelError):
+    """Raised by a model client when the endpoint answered with an HTTP error status.
+
+    ``status_code``, ``request_id`` (the provider's, when sent) and ``body`` (an excerpt,
+    never the request or its credentials) say what the server said.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int, request_id: str | None = None, body: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.request_id = request_id
+        self.body = body
+
+
+class ModelTimeoutError(ModelError):
+    """Raised by a model client when connecting, writing or reading timed out."""
+
+
+class ModelStreamError(ModelError):
+    """Raised when a streamed answer was cut or malformed: never passed on half-made."""

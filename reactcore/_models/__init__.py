@@ -1,0 +1,1 @@
+"""Chat models: the protocol the LLM node talks to, and the clients that implement it."""

@@ -1,0 +1,176 @@
+"""What a chat model receives and returns, and the ``ChatModel`` protocol.
+
+A model answers a ``ModelRequest`` either whole (``call``) or as a stream of
+``ModelChunk``s (``stream``, an async context manager so the underlying response is always
+closed, even on cancellation). ``ChunkAssembler`` turns chunks back into one message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from .._exceptions import ModelStreamError
+from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
+from .._tools import Tool
+
+
+@attrs.frozen
+class Usage:
+    """Token counts of one model call, or a sum of several (``a + b``)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+@attrs.frozen
+class ChatOptions:
+    """Sampling and format options; ``None`` leaves the provider's default."""
+
+    model: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    tool_choice: str | Mapping[str, Any] | None = None
+    response_format: Mapping[str, Any] | None = None
+    extra_body: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
+
+
+@attrs.frozen
+class ToolSpec:
+    """What the model is told about a tool: its name, description and parameter schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = attrs.field(hash=False)
+
+    @classmethod
+    def of(cls, tool: Tool) -> ToolSpec:
+        return cls(tool.name, tool.description, tool.parameters)
+
+
+def _to_tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class ModelRequest:
+    """One request to a chat model. Interceptors derive new ones with ``attrs.evolve``.
+
+    ``tools`` names the tools the model may see (tool selection narrows it);
+    ``tool_specs`` describes every tool the agent has; ``dynamic_tools`` are tools an
+    interceptor added for this run (the tool node can resolve them too); ``context`` is
+    the run's shared working space.
+    """
+
+    messages: tuple[Message, ...] = attrs.field(converter=_to_tuple)
+    system_message: SystemMessage | None = None
+    tools: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple)
+    tool_specs: tuple[ToolSpec, ...] = attrs.field(default=(), converter=_to_tuple)
+    options: ChatOptions = ChatOptions()
+    context: dict[str, Any] = attrs.field(factory=dict, eq=False, hash=False, repr=False)
+    dynamic_tools: tuple[Tool, ...] = attrs.field(default=(), converter=_to_tuple, eq=False)
+
+    def visible_tool_specs(self) -> list[ToolSpec]:
+        """Specs of the tools named in ``tools``, known ones and dynamic ones, in order."""
+        specs = {s.name: s for s in self.tool_specs}
+        specs.update((t.name, ToolSpec.of(t)) for t in self.dynamic_tools)
+        return [specs[name] for name in self.tools if name in specs]
+
+
+@attrs.frozen
+class ModelResponse:
+    """A model's whole answer: the message, its token usage if reported, the raw payload."""
+
+    message: AssistantMessage
+    usage: Usage | None = None
+    raw: Any = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class ToolCallDelta:
+    """A fragment of the tool call at ``index``: any of id, name, and more arguments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@attrs.frozen
+class ModelChunk:
+    """One piece of a streamed answer."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCallDelta, ...] = attrs.field(default=(), converter=_to_tuple)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model: whole answers and streamed answers to a ``ModelRequest``."""
+
+    async def call(self, request: ModelRequest) -> ModelResponse: ...
+
+    def stream(
+        self, request: ModelRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[ModelChunk]]: ...
+
+
+@attrs.define
+class _PartialCall:
+    id: str | None = None
+    name: str | None = None
+    arguments: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class ChunkAssembler:
+    """Gathers streamed chunks into one ``ModelResponse``.
+
+    Tool-call fragments are joined by index, whatever order ids, names and argument pieces
+    arrive in. ``result()`` raises ``ModelStreamError`` for a call left without id or name.
+    """
+
+    text: list[str] = attrs.field(factory=list)
+    calls: dict[int, _PartialCall] = attrs.field(factory=dict)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+    def add(self, chunk: ModelChunk) -> None:
+        if chunk.text:
+            self.text.append(chunk.text)
+        for delta in chunk.tool_calls:
+            partial = self.calls.setdefault(delta.index, _PartialCall())
+            partial.id = delta.id or partial.id
+            partial.name = delta.name or partial.name
+            if delta.arguments:
+                partial.arguments.append(delta.arguments)
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        if chunk.finish_reason is not None:
+            self.finish_reason = chunk.finish_reason
+
+    def result(self) -> ModelResponse:
+        calls = []
+        for index in sorted(self.calls):
+            partial = self.calls[index]
+            if not partial.id or not partial.name:
+                raise ModelStreamError(
+                    f"the stream ended with tool call #{index} missing its "
+                    f"{'id' if not partial.id else 'name'}"
+                )
+            calls.append(ToolCall(partial.id, partial.name, "".join(partial.arguments) or "{}"))
+        return ModelResponse(AssistantMessage("".join(self.text), calls), self.usage)
