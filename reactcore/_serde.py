@@ -9,12 +9,14 @@
 
 from __future__ import annotations
 
+import enum
 import json
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, get_args, get_origin
 
 import attrs
 import cattrs
+import cattrs.cols
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn
 
@@ -65,10 +67,75 @@ def _strict_bool(value: Any, _: type) -> bool:
     raise StrictTypeError(f"expected a boolean, got {_type_name(value)} {value!r}")
 
 
+def _same_json(value: Any, option: Any) -> bool:
+    # ``True == 1`` in Python, but a JSON boolean is never a number.
+    return bool(value == option) and isinstance(value, bool) == isinstance(option, bool)
+
+
+def _one_of(options: Iterable[Any], value: Any) -> StrictTypeError:
+    allowed = ", ".join(json.dumps(o) for o in options)
+    return StrictTypeError(f"expected one of {allowed}, got {_type_name(value)} {value!r}")
+
+
+def _strict_literal(value: Any, tp: Any) -> Any:
+    for option in get_args(tp):
+        if _same_json(value, option):
+            return option
+    raise _one_of(get_args(tp), value)
+
+
+def _strict_enum(value: Any, tp: type[enum.Enum]) -> enum.Enum:
+    for member in tp:
+        if _same_json(value, member.value):
+            return member
+    raise _one_of((m.value for m in tp), value)
+
+
+def _is_array(tp: Any) -> bool:
+    args = get_args(tp)
+    return get_origin(tp) is list or (get_origin(tp) is tuple and len(args) == 2 and args[1] is ...)
+
+
+def _strict_array(tp: Any, conv: cattrs.BaseConverter) -> Callable[[Any, Any], Any]:
+    factory = cattrs.cols.list_structure_factory
+    if get_origin(tp) is tuple:
+        factory = cattrs.cols.homogenous_tuple_structure_factory
+    items = factory(tp, conv)
+
+    def structure(value: Any, _: Any) -> Any:
+        # A string or an object is iterable too, but is no JSON array.
+        if not isinstance(value, list | tuple):
+            raise StrictTypeError(f"expected an array, got {_type_name(value)}")
+        return items(value, tp)
+
+    return structure
+
+
+def _is_object(tp: Any) -> bool:
+    return get_origin(tp) is dict
+
+
+def _strict_object(tp: Any, conv: cattrs.BaseConverter) -> Callable[[Any, Any], Any]:
+    entries = cattrs.cols.mapping_structure_factory(tp, conv)
+
+    def structure(value: Any, _: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise StrictTypeError(f"expected an object, got {_type_name(value)}")
+        return entries(value, tp)
+
+    return structure
+
+
 converter.register_structure_hook(int, _strict_int)
 converter.register_structure_hook(float, _strict_float)
 converter.register_structure_hook(str, _strict_str)
 converter.register_structure_hook(bool, _strict_bool)
+converter.register_structure_hook_func(lambda tp: get_origin(tp) is Literal, _strict_literal)
+converter.register_structure_hook_func(
+    lambda tp: isinstance(tp, type) and issubclass(tp, enum.Enum), _strict_enum
+)
+converter.register_structure_hook_factory(_is_array, _strict_array)
+converter.register_structure_hook_factory(_is_object, _strict_object)
 
 
 def _format_one(exc: BaseException, type_: Any) -> str:

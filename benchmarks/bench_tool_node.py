@@ -1,0 +1,377 @@
+"""Benchmark: ``AgentToolNode`` against a bare anyio task group running the same coroutines.
+
+Two workloads of async tools — no-ops (pure scheduling overhead) and tools sleeping 50 ms
+(makespan under a limit) — run through a real ``AgentToolNode``, sequential and parallel
+(``max_parallel_tools=k``), on asyncio and trio. Baselines measured in the same run:
+
+- ``bare-tg``: one task per coroutine in a task group, no limit;
+- ``bare-tg+lim``: the same, each task holding a ``CapacityLimiter(k)`` slot.
+
+Columns: median wall time over the repeats, µs per call, ratio to ``bare-tg`` (``×tg``),
+ratio to ``bare-tg+lim`` with the same k (``×tg+lim``, the node's own overhead) and, for
+sleeping tools, ratio to the ideal makespan ``ceil(N/k)·L`` (``×ideal``; k=1 sequential).
+A run whose ideal makespan exceeds the budget is skipped and listed as such.
+
+The ``cancel`` table: 100 tools sleeping 10 s run in parallel; once all are running, the
+scope around the run is cancelled; latency from ``cancel()`` to the run returning, and
+whether every tool's ``finally`` ran.
+
+    python benchmarks/bench_tool_node.py [--quick] [--backend asyncio|trio|both]
+                                         [--repeat R] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import math
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any
+
+import anyio
+import attrs
+import structlog
+
+from reactcore import (
+    AgentToolNode,
+    AssistantMessage,
+    OverAllState,
+    Tool,
+    ToolCall,
+    UserMessage,
+)
+
+ToolFn = Callable[[], Coroutine[Any, Any, Any]]
+Run = Callable[[], Awaitable[None]]
+Prepare = Callable[[ToolFn, int], Run]  # (tool function, N) -> the thing to time
+
+
+# --- what runs ---------------------------------------------------------------------------
+
+
+async def noop() -> None:
+    """A tool that does nothing: all the time measured is scheduling overhead."""
+
+
+def sleeper(seconds: float) -> ToolFn:
+    async def sleep() -> None:
+        await anyio.sleep(seconds)
+
+    return sleep
+
+
+@attrs.frozen
+class Workload:
+    name: str
+    tool: ToolFn
+    latency: float  # seconds each call takes when run alone (0 for no-ops)
+
+
+@attrs.frozen
+class Plan:
+    """Which sizes and limits to run, and how much sleeping a single run may cost."""
+
+    noop_sizes: tuple[int, ...]
+    sleep_sizes: tuple[int, ...]
+    repeat: int
+    budget: float  # a run whose ideal makespan exceeds this (seconds) is skipped
+    cancel_calls: int = 100
+
+    def limits(self, workload: Workload, n: int) -> tuple[int, ...]:
+        extra = (100,) if workload.latency and n >= 1000 else ()  # the makespan target case
+        return tuple(sorted({5, n, *extra} & set(range(1, n + 1))))
+
+
+FULL = Plan(noop_sizes=(10, 100, 1_000, 10_000), sleep_sizes=(10, 100, 1_000), repeat=5, budget=10)
+QUICK = Plan(noop_sizes=(10, 100, 1_000), sleep_sizes=(10, 100), repeat=3, budget=0.1)
+
+
+# --- executors: each prepares (outside the timing) a run of N calls to one coroutine -------
+
+
+def _state(n: int, name: str) -> OverAllState:
+    calls = [ToolCall(f"c{i}", name, "{}") for i in range(n)]
+    return OverAllState({"messages": [UserMessage("go"), AssistantMessage("", calls)]})
+
+
+def node_executor(k: int | None) -> Prepare:
+    """A real ``AgentToolNode``: sequential when ``k`` is None, else parallel under ``k``."""
+
+    def prepare(fn: ToolFn, n: int) -> Run:
+        node = AgentToolNode(
+            [Tool.from_function(fn, name="noop")],
+            parallel_tool_execution=k is not None,
+            max_parallel_tools=k or 1,
+        )
+        state = _state(n, "noop")
+
+        async def run() -> None:
+            out = await node(state)
+            assert len(out["messages"][0].responses) == n
+
+        return run
+
+    return prepare
+
+
+def bare_executor(k: int | None) -> Prepare:
+    """A bare task group: one task per call, each holding a ``CapacityLimiter(k)`` slot if k."""
+
+    def prepare(fn: ToolFn, n: int) -> Run:
+        if k is None:
+            task = fn
+        else:
+            limiter = anyio.CapacityLimiter(k)
+
+            async def task() -> None:
+                async with limiter:
+                    await fn()
+
+        async def run() -> None:
+            async with anyio.create_task_group() as tg:
+                for _ in range(n):
+                    tg.start_soon(task)
+
+        return run
+
+    return prepare
+
+
+@attrs.frozen
+class Executor:
+    name: str
+    k: int | None  # None: no limit (bare-tg); 1 for sequential
+    prepare: Prepare
+    baseline: str | None = None  # the executor name with the same k that ×tg+lim compares to
+
+    def ideal(self, workload: Workload, n: int) -> float:
+        return math.ceil(n / (self.k or n)) * workload.latency
+
+
+def executors(limits: Sequence[int]) -> list[Executor]:
+    found = [Executor("bare-tg", None, bare_executor(None))]
+    found += [Executor("bare-tg+lim", k, bare_executor(k), baseline="bare-tg+lim") for k in limits]
+    found.append(Executor("node-seq", 1, node_executor(None)))
+    found += [Executor("node-par", k, node_executor(k), baseline="bare-tg+lim") for k in limits]
+    return found
+
+
+# --- measuring ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Row:
+    workload: str
+    backend: str
+    executor: str
+    n: int
+    k: int | None
+    median_s: float | None  # None: skipped
+    vs_tg: float | None = None
+    vs_tg_lim: float | None = None
+    vs_ideal: float | None = None
+    note: str = ""
+
+    @property
+    def median_ms(self) -> float | None:
+        return None if self.median_s is None else self.median_s * 1e3
+
+    @property
+    def us_per_call(self) -> float | None:
+        return None if self.median_s is None else self.median_s / self.n * 1e6
+
+
+async def _time(prepare: Prepare, fn: ToolFn, n: int) -> float:
+    run = prepare(fn, n)
+    gc.collect()
+    start = time.perf_counter()
+    await run()
+    return time.perf_counter() - start
+
+
+async def measure_case(workload: Workload, n: int, backend: str, plan: Plan) -> list[Row]:
+    """All executors on one (workload, N), repeats interleaved so drift hits them alike."""
+    found = executors(plan.limits(workload, n))
+    runnable = [ex for ex in found if ex.ideal(workload, n) <= plan.budget]
+    samples: dict[Executor, list[float]] = {ex: [] for ex in runnable}
+    for _ in range(plan.repeat):
+        for ex in runnable:
+            samples[ex].append(await _time(ex.prepare, workload.tool, n))
+    medians = {(ex.name, ex.k): statistics.median(s) for ex, s in samples.items()}
+    return [_row(workload, n, backend, plan, ex, medians) for ex in found]
+
+
+def _row(
+    workload: Workload,
+    n: int,
+    backend: str,
+    plan: Plan,
+    ex: Executor,
+    medians: dict[tuple[str, int | None], float],
+) -> Row:
+    ideal = ex.ideal(workload, n)
+    m = medians.get((ex.name, ex.k))
+    if m is None:
+        note = f"skipped: ideal {ideal:g} s > budget {plan.budget:g} s"
+        return Row(workload.name, backend, ex.name, n, ex.k, None, note=note)
+    base = medians.get((ex.baseline, ex.k)) if ex.baseline else None
+    return Row(
+        workload.name,
+        backend,
+        ex.name,
+        n,
+        ex.k,
+        m,
+        vs_tg=m / medians[("bare-tg", None)],
+        vs_tg_lim=m / base if base else None,
+        vs_ideal=m / ideal if ideal else None,
+    )
+
+
+@attrs.frozen
+class CancelRow:
+    backend: str
+    executor: str
+    n: int
+    latency_us: float  # median, cancel() to the run returning
+    cleanups_ok: bool  # every call's finally ran, in every repeat
+
+
+async def _cancel_once(prepare: Prepare, n: int) -> tuple[float, bool]:
+    running = 0
+    all_running = anyio.Event()
+    cleaned: list[int] = []
+
+    async def slow() -> None:
+        nonlocal running
+        running += 1
+        if running == n:
+            all_running.set()
+        try:
+            await anyio.sleep(10)
+        finally:
+            cleaned.append(1)
+
+    run = prepare(slow, n)
+    scope = anyio.CancelScope()
+    returned_at = 0.0
+
+    async def guarded() -> None:
+        nonlocal returned_at
+        with scope:
+            await run()
+        returned_at = time.perf_counter()
+
+    gc.collect()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(guarded)
+        await all_running.wait()
+        cancelled_at = time.perf_counter()
+        scope.cancel()
+    return returned_at - cancelled_at, len(cleaned) == n
+
+
+async def measure_cancel(backend: str, plan: Plan) -> list[CancelRow]:
+    n = plan.cancel_calls
+    rows = []
+    for ex in (
+        Executor("bare-tg", None, bare_executor(None)),
+        Executor("node-par", n, node_executor(n)),
+    ):
+        results = [await _cancel_once(ex.prepare, n) for _ in range(plan.repeat)]
+        latency = statistics.median(r[0] for r in results) * 1e6
+        rows.append(CancelRow(backend, ex.name, n, latency, all(r[1] for r in results)))
+    return rows
+
+
+async def run_backend(backend: str, plan: Plan) -> tuple[list[Row], list[CancelRow]]:
+    workloads = [
+        (Workload("noop", noop, 0.0), plan.noop_sizes),
+        (Workload("sleep50ms", sleeper(0.05), 0.05), plan.sleep_sizes),
+    ]
+    rows = []
+    for workload, sizes in workloads:
+        for n in sizes:
+            rows += await measure_case(workload, n, backend, plan)
+    return rows, await measure_cancel(backend, plan)
+
+
+# --- reporting ---------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_table(rows: Sequence[Row], cancels: Sequence[CancelRow]) -> None:
+    head = (
+        f"{'workload':<10} {'backend':<8} {'executor':<12} {'N':>6} {'k':>5} "
+        f"{'median ms':>10} {'µs/call':>9} {'×tg':>6} {'×tg+lim':>8} {'×ideal':>7}  note"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(
+            f"{r.workload:<10} {r.backend:<8} {r.executor:<12} {r.n:>6} "
+            f"{'-' if r.k is None else r.k:>5} "
+            f"{_fmt(r.median_ms, '.2f'):>10} {_fmt(r.us_per_call, '.2f'):>9} "
+            f"{_fmt(r.vs_tg, '.2f'):>6} {_fmt(r.vs_tg_lim, '.2f'):>8} "
+            f"{_fmt(r.vs_ideal, '.3f'):>7}  {r.note}"
+        )
+    print()
+    print(
+        f"{'cancel':<10} {'backend':<8} {'executor':<12} {'N':>6} {'cancel→return µs':>17}  "
+        "all cleanups ran"
+    )
+    for c in cancels:
+        print(
+            f"{'':<10} {c.backend:<8} {c.executor:<12} {c.n:>6} {c.latency_us:>17.1f}  "
+            f"{c.cleanups_ok}"
+        )
+
+
+def quiet_structlog() -> None:
+    """The library only gets loggers; a script may configure them: errors only, please."""
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+        cache_logger_on_first_use=True,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small N, 3 repeats: a few seconds")
+    parser.add_argument("--backend", choices=("asyncio", "trio", "both"), default="both")
+    parser.add_argument("--repeat", type=int, help="repeats per measurement (default 5; 3 quick)")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    if args.repeat is not None:
+        plan = attrs.evolve(plan, repeat=args.repeat)
+    quiet_structlog()
+    gc.collect()
+    gc.freeze()  # what is loaded by now stays: the collections between measurements are quick
+    backends = ("asyncio", "trio") if args.backend == "both" else (args.backend,)
+    rows: list[Row] = []
+    cancels: list[CancelRow] = []
+    for backend in backends:
+        found, cancelled = anyio.run(run_backend, backend, plan, backend=backend)
+        rows += found
+        cancels += cancelled
+    rows.sort(key=lambda r: (r.workload, r.n, r.backend))
+    print_table(rows, cancels)
+    if args.json:
+        data = {
+            "rows": [attrs.asdict(r) | {"us_per_call": r.us_per_call} for r in rows],
+            "cancel": [attrs.asdict(c) for c in cancels],
+        }
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

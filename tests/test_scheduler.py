@@ -1,0 +1,110 @@
+"""The batch scheduler on its own: per-job cancellation, deadlines, limits, errors, observers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from reactcore._scheduler import Job, Status, run_parallel, run_sequential
+
+pytestmark = pytest.mark.anyio
+
+
+def sleeper(seconds: float, value: Any = "done") -> Any:
+    async def invoke() -> Any:
+        await anyio.sleep(seconds)
+        return value
+
+    return invoke
+
+
+async def test_cancel_one_job_while_the_batch_goes_on() -> None:
+    """Job.cancel stops that job alone (status CANCELLED, reason kept); the others finish;
+    cancelling a job that is queued, ended or already cancelled returns False."""
+    gate = anyio.Event()
+
+    async def wait_gate() -> str:
+        await gate.wait()
+        return "released"
+
+    long = Job(sleeper(30), timeout=60)
+    other = Job(wait_gate, timeout=60)
+    queued = Job(sleeper(0), timeout=60)
+    limiter = anyio.CapacityLimiter(2)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_parallel, [long, other, queued], limiter)
+        await anyio.wait_all_tasks_blocked()
+        assert long.running and other.running and not queued.running
+        assert not queued.cancel("too early")
+        assert long.cancel("user asked")
+        assert not long.cancel("twice")
+        await anyio.wait_all_tasks_blocked()
+        gate.set()
+    assert (long.status, long.result, long.cancel_reason) == (Status.CANCELLED, None, "user asked")
+    assert (other.status, other.result) == (Status.DONE, "released")
+    assert queued.status is Status.DONE
+    assert not other.cancel()
+
+
+async def test_deadline_marks_timed_out_and_measures_running_time() -> None:
+    """A job past its deadline is TIMED_OUT with no result; duration excludes queueing."""
+    slow = Job(sleeper(10), timeout=0.05)
+    quick = Job(sleeper(0.01, "q"), timeout=5)
+    await run_sequential([slow, quick])
+    assert (slow.status, slow.result) == (Status.TIMED_OUT, None)
+    assert 0.04 <= slow.duration < 2
+    assert (quick.status, quick.result) == (Status.DONE, "q")
+
+
+async def test_first_error_in_job_order_raised_as_itself() -> None:
+    """When several jobs raise, siblings are cancelled and the first error in job order (not
+    in time: "second" raises earlier) is raised bare, not in an ExceptionGroup."""
+    both_started = anyio.Event()
+    started = 0
+
+    async def fail(message: str) -> Any:
+        nonlocal started
+        started += 1
+        if started == 2:
+            both_started.set()
+        with anyio.CancelScope(shield=True):  # both raise, whichever is cancelled first
+            await both_started.wait()
+            await anyio.sleep(0.01 if message == "first" else 0)
+        raise KeyError(message)
+
+    sibling = Job(sleeper(30), timeout=60)
+    jobs = [sibling, Job(lambda: fail("first"), 60), Job(lambda: fail("second"), 60)]
+    with pytest.raises(KeyError, match="first"):
+        await run_parallel(jobs, anyio.CapacityLimiter(3))
+    assert sibling.status is None  # cancelled with the batch, never ended
+
+
+async def test_observer_sees_start_inside_scope_and_end() -> None:
+    """An observer is told when a job starts (inside its scope: it can cancel it from there)
+    and when it has ended, with its status; the next queued job got the freed slot."""
+    limiter = anyio.CapacityLimiter(1)
+    seen: list[tuple[str, Any]] = []
+
+    class Observer:
+        async def job_started(self, job: Job) -> None:
+            seen.append(("started", job.key))
+            if job.key == "cancel-me":
+                job.cancel("observer")
+
+        async def job_ended(self, job: Job) -> None:
+            seen.append(("ended", (job.key, job.status)))
+
+    observer = Observer()
+    jobs = [Job(sleeper(30), 60, key="cancel-me", observer=observer)]
+    jobs.append(Job(sleeper(0), 60, key="b", observer=observer))
+    with anyio.fail_after(10):
+        await run_parallel(jobs, limiter)
+    assert seen == [
+        ("started", "cancel-me"),
+        ("ended", ("cancel-me", Status.CANCELLED)),
+        ("started", "b"),
+        ("ended", ("b", Status.DONE)),
+    ]
+    assert limiter.borrowed_tokens == 0
