@@ -101,10 +101,9 @@ async def test_observer_sees_start_inside_scope_and_end() -> None:
     jobs.append(Job(sleeper(0), 60, key="b", observer=observer))
     with anyio.fail_after(10):
         await run_parallel(jobs, limiter)
-    assert seen == [
-        ("started", "cancel-me"),
-        ("ended", ("cancel-me", Status.CANCELLED)),
-        ("started", "b"),
-        ("ended", ("b", Status.DONE)),
-    ]
+    # Task start order is the backend's choice (trio shuffles it); each job's pair is not.
+    for key, status in (("cancel-me", Status.CANCELLED), ("b", Status.DONE)):
+        started = seen.index(("started", key))
+        assert seen.index(("ended", (key, status))) == started + 1  # one slot: no overlap
+    assert len(seen) == 4
     assert limiter.borrowed_tokens == 0
