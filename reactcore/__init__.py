@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+from ._agent import ReactAgent as ReactAgent
 from ._config import RunnableConfig as RunnableConfig
 from ._exception_processor import DefaultToolExceptionProcessor as DefaultToolExceptionProcessor
 from ._exception_processor import ToolExceptionProcessor as ToolExceptionProcessor
+from ._exceptions import CallLimitExceeded as CallLimitExceeded
+from ._exceptions import MaxIterationsExceeded as MaxIterationsExceeded
+from ._exceptions import ModelError as ModelError
+from ._exceptions import ModelHTTPError as ModelHTTPError
+from ._exceptions import ModelStreamError as ModelStreamError
+from ._exceptions import ModelTimeoutError as ModelTimeoutError
+from ._exceptions import OutputParseError as OutputParseError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import ToolArgumentError as ToolArgumentError
 from ._exceptions import ToolExecutionError as ToolExecutionError
+from ._hooks import Hook as Hook
+from ._interceptors import ModelHandler as ModelHandler
+from ._interceptors import ModelInterceptor as ModelInterceptor
 from ._interceptors import ToolCallRequest as ToolCallRequest
 from ._interceptors import ToolCallResponse as ToolCallResponse
 from ._interceptors import ToolHandler as ToolHandler
 from ._interceptors import ToolInterceptor as ToolInterceptor
+from ._llm_node import AgentLlmNode as AgentLlmNode
 from ._messages import AssistantMessage as AssistantMessage
 from ._messages import Message as Message
 from ._messages import SystemMessage as SystemMessage
@@ -19,6 +31,15 @@ from ._messages import ToolCall as ToolCall
 from ._messages import ToolResponse as ToolResponse
 from ._messages import ToolResponseMessage as ToolResponseMessage
 from ._messages import UserMessage as UserMessage
+from ._models.base import ChatModel as ChatModel
+from ._models.base import ChatOptions as ChatOptions
+from ._models.base import ModelChunk as ModelChunk
+from ._models.base import ModelRequest as ModelRequest
+from ._models.base import ModelResponse as ModelResponse
+from ._models.base import ToolCallDelta as ToolCallDelta
+from ._models.base import ToolSpec as ToolSpec
+from ._models.base import Usage as Usage
+from ._result import AgentResult as AgentResult
 from ._serde import messages_from_wire as messages_from_wire
 from ._serde import messages_to_wire as messages_to_wire
 from ._state import KeyStrategy as KeyStrategy
@@ -29,14 +50,41 @@ from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import check_cancelled as check_cancelled
 from ._tools import tool as tool
+from .hooks import ModelCallLimitHook as ModelCallLimitHook
+from .hooks import ToolCallLimitHook as ToolCallLimitHook
+from .interceptors import ModelFallbackInterceptor as ModelFallbackInterceptor
+from .interceptors import ModelRetryInterceptor as ModelRetryInterceptor
+from .interceptors import ToolRetryInterceptor as ToolRetryInterceptor
+from .interceptors import ToolSelectionInterceptor as ToolSelectionInterceptor
 
 __all__ = [
+    "AgentLlmNode",
+    "AgentResult",
     "AgentToolNode",
     "AssistantMessage",
+    "CallLimitExceeded",
+    "ChatModel",
+    "ChatOptions",
     "DefaultToolExceptionProcessor",
+    "Hook",
     "KeyStrategy",
+    "MaxIterationsExceeded",
     "Message",
+    "ModelCallLimitHook",
+    "ModelChunk",
+    "ModelError",
+    "ModelFallbackInterceptor",
+    "ModelHTTPError",
+    "ModelHandler",
+    "ModelInterceptor",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelRetryInterceptor",
+    "ModelStreamError",
+    "ModelTimeoutError",
+    "OutputParseError",
     "OverAllState",
+    "ReactAgent",
     "ReactcoreError",
     "Remove",
     "RunnableConfig",
@@ -44,6 +92,8 @@ __all__ = [
     "Tool",
     "ToolArgumentError",
     "ToolCall",
+    "ToolCallDelta",
+    "ToolCallLimitHook",
     "ToolCallRequest",
     "ToolCallResponse",
     "ToolContext",
@@ -53,6 +103,10 @@ __all__ = [
     "ToolInterceptor",
     "ToolResponse",
     "ToolResponseMessage",
+    "ToolRetryInterceptor",
+    "ToolSelectionInterceptor",
+    "ToolSpec",
+    "Usage",
     "UserMessage",
     "check_cancelled",
     "messages_from_wire",

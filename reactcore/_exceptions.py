@@ -5,10 +5,13 @@
     ReactcoreError
      ├── ToolExecutionError        a tool raised and the exception processor chose to raise
      ├── ToolArgumentError         (also ValueError) the model's arguments do not fit the tool
-     └── ModelError                the model gave no usable answer
-          ├── ModelHTTPError       an HTTP error status (after retries)
-          ├── ModelTimeoutError    connect / read / write timed out (after retries)
-          └── ModelStreamError     a streamed answer was cut or malformed
+     ├── ModelError                the model gave no usable answer
+     │    ├── ModelHTTPError       an HTTP error status (after retries)
+     │    ├── ModelTimeoutError    connect / read / write timed out (after retries)
+     │    └── ModelStreamError     a streamed answer was cut or malformed
+     ├── MaxIterationsExceeded     the model kept calling tools past ``max_iterations``
+     ├── CallLimitExceeded         a limit hook with ``exit_behavior="error"`` tripped
+     └── OutputParseError          the final answer does not parse as ``output_type``
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
 ``ValueError`` / ``TypeError``: they are bugs in the caller, not run-time failures.
@@ -16,10 +19,11 @@ Errors of use (a bad option, a state the node cannot work on) are the builtin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._messages import ToolCall
+    from ._messages import Message, ToolCall
 
 
 class ReactcoreError(Exception):
@@ -74,3 +78,29 @@ class ModelTimeoutError(ModelError):
 
 class ModelStreamError(ModelError):
     """Raised when a streamed answer was cut or malformed: never passed on half-made."""
+
+
+class MaxIterationsExceeded(ReactcoreError):
+    """Raised by ``ReactAgent`` when ``max_iterations`` model calls gave no final answer.
+
+    ``messages`` holds the conversation so far.
+    """
+
+    def __init__(self, message: str, *, messages: Sequence[Message] = ()) -> None:
+        super().__init__(message)
+        self.messages = list(messages)
+
+
+class CallLimitExceeded(ReactcoreError):
+    """Raised by ``ModelCallLimitHook`` / ``ToolCallLimitHook`` with ``exit_behavior="error"``."""
+
+
+class OutputParseError(ReactcoreError, ValueError):
+    """Raised by ``ReactAgent`` when the final text does not parse as ``output_type``.
+
+    ``raw`` is the model's text, kept so nothing is lost.
+    """
+
+    def __init__(self, message: str, *, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw

@@ -1,9 +1,10 @@
-"""Interceptors: code that wraps each tool call, composed first-outermost.
+"""Interceptors: code that wraps each model call or tool call, composed first-outermost.
 
-An interceptor is any object with ``async def wrap_tool_call(request, handler)``; it may
-rewrite the request, short-circuit, retry by calling ``handler`` again, or post-process
-the response. With ``[i1, i2]`` the order is ``i1-before, i2-before, call, i2-after,
-i1-after``. The chain is built once per node, not per call.
+A tool interceptor is any object with ``async def wrap_tool_call(request, handler)``, a
+model interceptor one with ``async def wrap_model_call(request, handler)`` (one object may
+be both). It may rewrite the request, short-circuit, retry by calling ``handler`` again, or
+post-process the response. With ``[i1, i2]`` the order is ``i1-before, i2-before, call,
+i2-after, i1-after``. A chain is built once per node, not per call.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
@@ -20,6 +21,7 @@ from ._messages import ToolCall
 from ._state import OverAllState
 
 if TYPE_CHECKING:
+    from ._models.base import ModelRequest, ModelResponse
     from ._tools import Tool
 
 _NO_UPDATE: Mapping[str, Any] = MappingProxyType({})
@@ -61,20 +63,50 @@ class ToolInterceptor(Protocol):
     ) -> ToolCallResponse: ...
 
 
-def _wrap(interceptor: ToolInterceptor, inner: ToolHandler) -> ToolHandler:
-    wrap = interceptor.wrap_tool_call
+ModelHandler = Callable[["ModelRequest"], Awaitable["ModelResponse"]]
 
-    async def handler(request: ToolCallRequest) -> ToolCallResponse:
-        return await wrap(request, inner)
 
+@runtime_checkable
+class ModelInterceptor(Protocol):
+    """Wraps model calls; see the module docstring."""
+
+    async def wrap_model_call(
+        self, request: ModelRequest, handler: ModelHandler
+    ) -> ModelResponse: ...
+
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+Handler = Callable[[Req], Awaitable[Resp]]
+Wrapper = Callable[[Req, Handler[Req, Resp]], Awaitable[Resp]]
+
+
+def _wrap(wrapper: Wrapper[Req, Resp], inner: Handler[Req, Resp]) -> Handler[Req, Resp]:
+    async def handler(request: Req) -> Resp:
+        return await wrapper(request, inner)
+
+    return handler
+
+
+def chain(
+    wrappers: Sequence[Wrapper[Req, Resp]], innermost: Handler[Req, Resp]
+) -> Handler[Req, Resp]:
+    """One handler that runs ``wrappers`` (first outermost) around ``innermost``."""
+    handler = innermost
+    for wrapper in reversed(wrappers):
+        handler = _wrap(wrapper, handler)
     return handler
 
 
 def chain_tool_interceptors(
     interceptors: Sequence[ToolInterceptor], innermost: ToolHandler
 ) -> ToolHandler:
-    """One handler that runs ``interceptors`` (first outermost) around ``innermost``."""
-    handler = innermost
-    for interceptor in reversed(interceptors):
-        handler = _wrap(interceptor, handler)
-    return handler
+    """The tool chain: ``wrap_tool_call`` of each interceptor around ``innermost``."""
+    return chain([i.wrap_tool_call for i in interceptors], innermost)
+
+
+def chain_model_interceptors(
+    interceptors: Sequence[ModelInterceptor], innermost: ModelHandler
+) -> ModelHandler:
+    """The model chain: ``wrap_model_call`` of each interceptor around ``innermost``."""
+    return chain([i.wrap_model_call for i in interceptors], innermost)

@@ -2,7 +2,10 @@
 
 Supported: ``str``, ``int``, ``float``, ``bool``, ``None``, ``X | None``, ``list[X]``,
 ``tuple[X, ...]``, ``dict[str, X]``, ``Literal[...]``, ``Enum`` subclasses, attrs classes,
-``Any``. Anything else is a ``TypeError`` when the tool is defined, not when it is called.
+``Any``, and unions the converter can tell apart (attrs classes with distinct required
+fields). Anything else is a ``TypeError`` when the tool is defined, not when it is called:
+here for a type JSON Schema cannot describe, in ``Tool.from_function`` for a union the
+converter cannot read (``int | str``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, NewType, get_args, get_origin
 
 import attrs
 import cattrs
@@ -73,8 +73,16 @@ def _same_json(value: Any, option: Any) -> bool:
 
 
 def _one_of(options: Iterable[Any], value: Any) -> StrictTypeError:
-    allowed = ", ".join(json.dumps(o) for o in options)
+    allowed = ", ".join(json.dumps(o, default=repr) for o in options)
     return StrictTypeError(f"expected one of {allowed}, got {_type_name(value)} {value!r}")
+
+
+def _is_literal(tp: Any) -> bool:
+    return get_origin(tp) is Literal
+
+
+def _is_enum(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, enum.Enum)
 
 
 def _strict_literal(value: Any, tp: Any) -> Any:
@@ -92,8 +100,8 @@ def _strict_enum(value: Any, tp: type[enum.Enum]) -> enum.Enum:
 
 
 def _is_array(tp: Any) -> bool:
-    args = get_args(tp)
-    return get_origin(tp) is list or (get_origin(tp) is tuple and len(args) == 2 and args[1] is ...)
+    origin, args = get_origin(tp), get_args(tp)
+    return origin is list or (origin is tuple and len(args) == 2 and args[1] is Ellipsis)
 
 
 def _strict_array(tp: Any, conv: cattrs.BaseConverter) -> Callable[[Any, Any], Any]:
@@ -130,10 +138,8 @@ converter.register_structure_hook(int, _strict_int)
 converter.register_structure_hook(float, _strict_float)
 converter.register_structure_hook(str, _strict_str)
 converter.register_structure_hook(bool, _strict_bool)
-converter.register_structure_hook_func(lambda tp: get_origin(tp) is Literal, _strict_literal)
-converter.register_structure_hook_func(
-    lambda tp: isinstance(tp, type) and issubclass(tp, enum.Enum), _strict_enum
-)
+converter.register_structure_hook_func(_is_literal, _strict_literal)
+converter.register_structure_hook_func(_is_enum, _strict_enum)
 converter.register_structure_hook_factory(_is_array, _strict_array)
 converter.register_structure_hook_factory(_is_object, _strict_object)
 
@@ -179,33 +185,50 @@ class _WireToolCall:
     type: Literal["function"] = "function"
 
 
+_Content = NewType("_Content", str)
+"""A wire ``content`` read as text (see ``_content_text``)."""
+
+
 @attrs.frozen
 class _WireMessage:
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: Any = None
+    content: _Content = _Content("")
     tool_calls: list[_WireToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None
 
 
-for _cls in (_WireFunction, _WireToolCall, _WireMessage):
+def _wire_hook(cls: type) -> Callable[[Any, Any], Any]:
     # Providers add fields (refusal, annotations, audio …); the wire tolerates them.
-    converter.register_structure_hook(
-        _cls, make_dict_structure_fn(_cls, converter, _cattrs_forbid_extra_keys=False)
+    fields: Callable[[Any, Any], Any] = make_dict_structure_fn(
+        cls, converter, _cattrs_forbid_extra_keys=False
     )
 
+    def structure(value: Any, tp: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise StrictTypeError(f"expected an object, got {_type_name(value)}")
+        return fields(value, tp)
 
-def _content_text(content: Any) -> str:
+    return structure
+
+
+def _content_text(content: Any, _: Any = None) -> _Content:
     """Text of a wire ``content``: a string, null, or a list of ``{"type": "text"}`` parts."""
     if content is None:
-        return ""
+        return _Content("")
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part["text"] for part in content if isinstance(part, dict) and "text" in part
-        )
+        return _Content(content)
+    if isinstance(content, list) and all(
+        isinstance(part, dict) and isinstance(part.get("text", ""), str) for part in content
+    ):
+        return _Content("".join(part.get("text", "") for part in content))
     raise StrictTypeError(f"expected message content as a string or parts, got {content!r}")
+
+
+converter.register_structure_hook(_Content, _content_text)
+
+for _cls in (_WireFunction, _WireToolCall, _WireMessage):
+    converter.register_structure_hook(_cls, _wire_hook(_cls))
 
 
 def message_to_wire(message: Message) -> list[dict[str, Any]]:
@@ -216,7 +239,8 @@ def message_to_wire(message: Message) -> list[dict[str, Any]]:
         case UserMessage(text=text):
             return [{"role": "user", "content": text}]
         case AssistantMessage(text=text, tool_calls=calls):
-            wire: dict[str, Any] = {"role": "assistant", "content": text or None}
+            # Content may be null only beside tool calls; without them it is required.
+            wire: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
             if calls:
                 wire["tool_calls"] = [
                     {
@@ -240,31 +264,48 @@ def messages_to_wire(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return [wire for message in messages for wire in message_to_wire(message)]
 
 
+def _malformed(exc: Exception, root: str) -> ValueError:
+    return ValueError(f"malformed chat-completions {root}: {describe_error(exc, root)}")
+
+
 def assistant_from_wire(payload: Any) -> AssistantMessage:
-    """An ``AssistantMessage`` from a wire ``message`` dict (a response's ``choices[i]``)."""
-    return _assistant(converter.structure(payload, _WireMessage))
+    """An ``AssistantMessage`` from a wire ``message`` dict (a response's ``choices[i]``).
+
+    A malformed payload is a ``ValueError`` saying what is wrong where.
+    """
+    try:
+        return _assistant(converter.structure(payload, _WireMessage))
+    except (cattrs.BaseValidationError, StrictTypeError) as exc:
+        raise _malformed(exc, "message") from exc
 
 
 def _assistant(wire: _WireMessage) -> AssistantMessage:
     calls = [ToolCall(c.id, c.function.name, c.function.arguments) for c in wire.tool_calls or ()]
-    return AssistantMessage(_content_text(wire.content), calls)
+    return AssistantMessage(wire.content, calls)
 
 
 def messages_from_wire(payload: Sequence[Any]) -> list[Message]:
     """A wire ``messages`` array as messages; consecutive ``tool`` items form one message.
 
     A tool item's name is read from the assistant call it answers. The wire carries no
-    ``is_error`` flag and no metadata, so those come back as their defaults.
+    ``is_error`` flag and no metadata, so those come back as their defaults. A malformed
+    payload is a ``ValueError`` saying what is wrong where.
     """
-    wires = converter.structure(list(payload), list[_WireMessage])
+    try:
+        return _from_wire(converter.structure(payload, list[_WireMessage]))
+    except (cattrs.BaseValidationError, StrictTypeError) as exc:
+        raise _malformed(exc, "messages") from exc
+
+
+def _from_wire(wires: list[_WireMessage]) -> list[Message]:
     names: dict[str, str] = {}
     out: list[Message] = []
     pending: list[ToolResponse] = []
-    for wire in wires:
+    for index, wire in enumerate(wires):
         if wire.role != "tool" and pending:
             out.append(ToolResponseMessage(pending))
             pending = []
-        text = _content_text(wire.content)
+        text = wire.content
         if wire.role in ("system", "developer"):
             out.append(SystemMessage(text))
         elif wire.role == "user":
@@ -275,7 +316,10 @@ def messages_from_wire(payload: Sequence[Any]) -> list[Message]:
             out.append(message)
         else:
             if wire.tool_call_id is None:
-                raise ValueError("a wire 'tool' message has no tool_call_id")
+                raise ValueError(
+                    "malformed chat-completions messages: a 'tool' message has no "
+                    f"tool_call_id @ messages[{index}]"
+                )
             name = wire.name or names.get(wire.tool_call_id, "")
             pending.append(ToolResponse(wire.tool_call_id, name, text))
     if pending:

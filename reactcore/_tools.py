@@ -9,6 +9,7 @@ that names the parameter and the tool is never called with bad values.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import json
 import typing
@@ -18,6 +19,7 @@ from typing import Any, overload
 import anyio
 import anyio.from_thread
 import attrs
+import cattrs
 
 from ._config import RunnableConfig
 from ._exceptions import ToolArgumentError
@@ -71,6 +73,16 @@ def _is_async(func: Callable[..., Any]) -> bool:
     )
 
 
+def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
+    """The hints of a function, a ``functools.partial`` of one, or a callable object."""
+    target: Any = func
+    while isinstance(target, functools.partial):
+        target = target.func
+    if not (inspect.isroutine(target) or isinstance(target, type)):
+        target = type(target).__call__
+    return typing.get_type_hints(target)
+
+
 @attrs.frozen(eq=False)
 class _Signature:
     """The model-visible parameters of a function, and how to structure arguments for them."""
@@ -83,7 +95,7 @@ class _Signature:
 
     @classmethod
     def of(cls, func: Callable[..., Any], tool_name: str) -> _Signature:
-        hints = typing.get_type_hints(func)
+        hints = _type_hints(func)
         fields: dict[str, Any] = {}
         context_param = None
         for p in inspect.signature(func).parameters.values():
@@ -101,7 +113,11 @@ class _Signature:
         args_cls = attrs.make_class(f"{tool_name}_arguments", fields, slots=False)
         field_hints = {name: f.type for name, f in attrs.fields_dict(args_cls).items()}
         schema = object_schema(attrs.fields(args_cls), field_hints)
-        structure = converter.get_structure_hook(args_cls)
+        try:
+            structure = converter.get_structure_hook(args_cls)
+        except (cattrs.errors.StructureHandlerNotFoundError, TypeError) as exc:
+            # What the schema can describe but the converter cannot read (``int | str``).
+            raise TypeError(f"tool {tool_name!r}: cannot read arguments: {exc}") from exc
         return cls(schema, tuple(fields), context_param, args_cls, structure)
 
 

@@ -1,0 +1,241 @@
+"""``AgentLlmNode``: the reasoning half of a ReAct agent.
+
+It builds a ``ModelRequest`` from the state (system prompt first, the rendered instruction
+before the conversation, the output schema on the last user message, the tools the model
+may see), passes it through the model interceptors, calls the model — streaming by
+default — and answers with the assistant message as a partial state update.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import attrs
+import structlog
+
+from ._config import RunnableConfig
+from ._interceptors import ModelHandler, ModelInterceptor, chain_model_interceptors
+from ._messages import AssistantMessage, Message, SystemMessage, UserMessage
+from ._models.base import (
+    ChatModel,
+    ChunkAssembler,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    ToolSpec,
+    Usage,
+)
+from ._result import TOKEN_USAGE
+from ._schema import json_schema
+from ._state import MESSAGES, OverAllState
+from ._tool_node import DYNAMIC_TOOLS
+from ._tools import Tool
+
+MODEL_ITERATION = "_MODEL_ITERATION_"
+INSTRUCTION = "_INSTRUCTION_"
+STREAM = "_stream_"
+CHUNK_LISTENER = "_chunk_listener_"
+
+ChunkListener = Callable[[ModelChunk], Awaitable[None]]
+
+
+class _StateValues(Mapping[str, Any]):
+    """The state values an instruction may name: lists and ``messages`` left out."""
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self._state = state
+
+    def _usable(self, key: str) -> bool:
+        return (
+            key != MESSAGES
+            and key in self._state
+            and not isinstance(self._state[key], list | tuple)
+        )
+
+    def __getitem__(self, key: str) -> Any:
+        if not self._usable(key):
+            raise KeyError(key)
+        return self._state[key]
+
+    def __iter__(self) -> Any:
+        return (k for k in self._state if self._usable(k))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _Template(string.Formatter):
+    """``{name}`` placeholders filled from state values; ``{{``/``}}`` escape braces."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        if not field_name.isidentifier():
+            raise ValueError(
+                f"instruction placeholders must be plain names of state keys, got {{{field_name}}}"
+            )
+        return super().get_field(field_name, args, kwargs)
+
+
+def render_instruction(template: str, state: Mapping[str, Any]) -> str:
+    """The instruction with its placeholders filled; a missing value → ``ValueError``."""
+    try:
+        return _Template().vformat(template, (), _StateValues(state))
+    except KeyError as exc:
+        raise ValueError(
+            f"the instruction needs {{{exc.args[0]}}} but the state has no usable value "
+            f"{exc.args[0]!r} (lists and 'messages' cannot be used)"
+        ) from None
+
+
+def _schema_text(output_schema: str | None, output_type: type | None) -> str | None:
+    if output_schema is not None:
+        return output_schema
+    if output_type is not None:
+        return json.dumps(json_schema(output_type))
+    return None
+
+
+def with_output_schema(messages: Sequence[Message], schema: str) -> list[Message]:
+    """``messages`` with the schema instruction on the last user message, once."""
+    out = list(messages)
+    note = f"\n\nAnswer with JSON only, following this JSON Schema:\n{schema}"
+    for i in range(len(out) - 1, -1, -1):
+        message = out[i]
+        if isinstance(message, UserMessage):
+            if schema not in message.text:
+                out[i] = UserMessage(message.text + note)
+            break
+    return out
+
+
+def _conversation(state: Mapping[str, Any]) -> list[Message]:
+    messages = state.get(MESSAGES)
+    if messages:
+        return list(messages)
+    given = state.get("input")
+    if given is None:
+        raise ValueError("AgentLlmNode needs state 'messages' or 'input'; the state has neither")
+    return [given if isinstance(given, UserMessage) else UserMessage(str(given))]
+
+
+async def call_model(model: ChatModel, request: ModelRequest) -> ModelResponse:
+    """One answer from ``model``: streamed (the default) or whole, as the run asks.
+
+    Streamed chunks go to the run's chunk listener, if any, as they arrive.
+    """
+    if not request.context.get(STREAM, True):
+        return await model.call(request)
+    listener: ChunkListener | None = request.context.get(CHUNK_LISTENER)
+    assembler = ChunkAssembler()
+    async with model.stream(request) as chunks:
+        async for chunk in chunks:
+            assembler.add(chunk)
+            if listener is not None:
+                await listener(chunk)
+    return assembler.result()
+
+
+@attrs.define(eq=False)
+class AgentLlmNode:
+    """Calls the model on the conversation; ``await node(state, config)`` → partial update.
+
+    The update holds the assistant message under ``messages`` (and under ``output_key``
+    when set), the summed token usage under ``_TOKEN_USAGE_``, and the rendered
+    instruction under ``_INSTRUCTION_`` the first time.
+    """
+
+    model: ChatModel
+    agent_name: str = attrs.field(default="agent", kw_only=True)
+    system_prompt: str | None = attrs.field(default=None, kw_only=True)
+    instruction: str | None = attrs.field(default=None, kw_only=True)
+    output_schema: str | None = attrs.field(default=None, kw_only=True)
+    output_type: type | None = attrs.field(default=None, kw_only=True)
+    output_key: str | None = attrs.field(default=None, kw_only=True)
+    tools: Sequence[Tool] = attrs.field(default=(), kw_only=True)
+    model_interceptors: Sequence[ModelInterceptor] = attrs.field(default=(), kw_only=True)
+    enable_reasoning_log: bool = attrs.field(default=False, kw_only=True)
+    model_error_as_message: bool = attrs.field(default=False, kw_only=True)
+
+    _schema: str | None = attrs.field(init=False)
+    _specs: tuple[ToolSpec, ...] = attrs.field(init=False)
+    _handler: ModelHandler = attrs.field(init=False)
+    _log: Any = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._schema = _schema_text(self.output_schema, self.output_type)
+        self._specs = tuple(ToolSpec.of(t) for t in self.tools)
+        self._handler = chain_model_interceptors(list(self.model_interceptors), self._invoke)
+        self._log = structlog.get_logger("reactcore", agent=self.agent_name)
+
+    async def __call__(
+        self, state: Mapping[str, Any], config: RunnableConfig | None = None
+    ) -> dict[str, Any]:
+        """The partial update with the model's answer."""
+        state = state if isinstance(state, OverAllState) else OverAllState(state)
+        config = config if config is not None else RunnableConfig()
+        iteration = config.context.get(MODEL_ITERATION, -1) + 1
+        config.context[MODEL_ITERATION] = iteration
+        config.context[STREAM] = bool(config.metadata.get(STREAM, True))
+        update: dict[str, Any] = {}
+        request = self.build_request(state, config, update)
+        start = anyio.current_time()
+        if self.enable_reasoning_log:
+            self._log.info(
+                "model_call_started", iteration=iteration, messages=len(request.messages)
+            )
+        try:
+            response = await self._handler(request)
+        except Exception as exc:
+            if not self.model_error_as_message:
+                raise
+            self._log.warning("model_call_failed", iteration=iteration, error=type(exc).__name__)
+            response = ModelResponse(AssistantMessage(f"Exception: {exc}"))
+        if self.enable_reasoning_log:
+            self._log.info(
+                "model_call_finished",
+                iteration=iteration,
+                duration_ms=round((anyio.current_time() - start) * 1000, 3),
+                usage=None if response.usage is None else attrs.asdict(response.usage),
+                tool_calls=len(response.message.tool_calls),
+            )
+        return self._update(state, response, update)
+
+    def build_request(
+        self, state: OverAllState, config: RunnableConfig, update: dict[str, Any]
+    ) -> ModelRequest:
+        """The request for this turn; records a first-time rendered instruction in ``update``."""
+        messages = _conversation(state)
+        instruction = state.get(INSTRUCTION)
+        if instruction is None and self.instruction is not None:
+            instruction = update[INSTRUCTION] = render_instruction(self.instruction, state)
+        if instruction:
+            messages.insert(0, UserMessage(instruction))
+        if self._schema is not None:
+            messages = with_output_schema(messages, self._schema)
+        system = SystemMessage(self.system_prompt) if self.system_prompt else None
+        return ModelRequest(
+            messages,
+            system,
+            tools=[s.name for s in self._specs],
+            tool_specs=self._specs,
+            context=config.context,
+        )
+
+    def _update(
+        self, state: OverAllState, response: ModelResponse, update: dict[str, Any]
+    ) -> dict[str, Any]:
+        update[MESSAGES] = [response.message]
+        if self.output_key is not None:
+            update[self.output_key] = response.message
+        used = state.get(TOKEN_USAGE) or Usage()
+        update[TOKEN_USAGE] = used + response.usage if response.usage is not None else used
+        return update
+
+    async def _invoke(self, request: ModelRequest) -> ModelResponse:
+        """The innermost handler: hand dynamic tools to the tool node, then call the model."""
+        if request.dynamic_tools:
+            request.context[DYNAMIC_TOOLS] = {t.name: t for t in request.dynamic_tools}
+        return await call_model(self.model, request)

@@ -1,0 +1,53 @@
+"""What the two limit hooks share: counting per thread (in the state, so it is kept with
+checkpoints) and per run (in the run's context), and reporting an exceeded limit."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from .._config import RunnableConfig
+from .._state import OverAllState
+
+ExitBehavior = Literal["end", "error", "continue"]
+
+
+def _limit(instance: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"{attribute.name} must not be negative, got {value}")
+
+
+def limit_field() -> Any:
+    """An optional, non-negative limit (``None``: no limit)."""
+    return attrs.field(default=None, validator=_limit)
+
+
+@attrs.frozen
+class Counter:
+    """A count kept under ``key`` in the state (thread) and in the run context (run)."""
+
+    key: str
+
+    def thread(self, state: OverAllState) -> int:
+        return int(state.get(self.key, 0))
+
+    def run(self, config: RunnableConfig) -> int:
+        return int(config.context.get(self.key, 0))
+
+    def add(self, state: OverAllState, config: RunnableConfig, n: int) -> dict[str, int]:
+        """Count ``n`` more; the returned update records the thread count in the state."""
+        config.context[self.key] = self.run(config) + n
+        return {self.key: self.thread(state) + n}
+
+
+def exceeded(
+    thread: int, thread_limit: int | None, run: int, run_limit: int | None, adding: int
+) -> list[str]:
+    """Descriptions of the limits that ``adding`` more would exceed."""
+    out = []
+    if thread_limit is not None and thread + adding > thread_limit:
+        out.append(f"thread limit ({thread}/{thread_limit})")
+    if run_limit is not None and run + adding > run_limit:
+        out.append(f"run limit ({run}/{run_limit})")
+    return out

@@ -1,0 +1,45 @@
+"""Capping model calls per thread (conversation) and per run."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from .._config import RunnableConfig
+from .._exceptions import CallLimitExceeded
+from .._messages import AssistantMessage
+from .._state import MESSAGES, OverAllState
+from ._limits import Counter, exceeded, limit_field
+
+_COUNT = Counter("_model_call_count_")
+
+
+@attrs.frozen
+class ModelCallLimitHook:
+    """Stops the run before a model call that would pass ``thread_limit`` (calls in the
+    conversation so far, kept in the state) or ``run_limit`` (calls in this run).
+
+    ``exit_behavior="end"`` ends the run with the assistant message ``Model call limits
+    exceeded: …`` as its final text; ``"error"`` raises ``CallLimitExceeded``.
+    """
+
+    thread_limit: int | None = limit_field()
+    run_limit: int | None = limit_field()
+    exit_behavior: Literal["end", "error"] = "end"
+    name: str = "model_call_limit"
+    can_jump_to: tuple[str, ...] = ("end",)
+
+    async def before_model(self, state: OverAllState, config: RunnableConfig) -> Any:
+        over = exceeded(
+            _COUNT.thread(state), self.thread_limit, _COUNT.run(config), self.run_limit, 1
+        )
+        if not over:
+            return None
+        text = f"Model call limits exceeded: {', '.join(over)}"
+        if self.exit_behavior == "error":
+            raise CallLimitExceeded(text)
+        return {MESSAGES: [AssistantMessage(text)], "jump_to": "end"}
+
+    async def after_model(self, state: OverAllState, config: RunnableConfig) -> Any:
+        return _COUNT.add(state, config, 1)

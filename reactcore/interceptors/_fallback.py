@@ -1,0 +1,44 @@
+"""Falling back to other models when the primary one fails."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+import structlog
+
+from .._exceptions import ModelError
+from .._interceptors import ModelHandler
+from .._llm_node import call_model
+from .._models.base import ChatModel, ModelRequest, ModelResponse
+
+
+def _is_model_error(error: Exception) -> bool:
+    return isinstance(error, ModelError | OSError)
+
+
+@attrs.frozen
+class ModelFallbackInterceptor:
+    """On a model failure, asks each of ``models`` in turn; the last failure is raised."""
+
+    models: Sequence[ChatModel] = attrs.field(converter=tuple)
+    fall_back_on: Callable[[Exception], bool] = _is_model_error
+
+    async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> ModelResponse:
+        try:
+            return await handler(request)
+        except Exception as exc:
+            if not self.models or not self.fall_back_on(exc):
+                raise
+            error = exc
+        for index, model in enumerate(self.models):
+            structlog.get_logger("reactcore").warning(
+                "model_fallback", fallback=index, error=type(error).__name__
+            )
+            try:
+                return await call_model(model, request)
+            except Exception as exc:
+                if not self.fall_back_on(exc):
+                    raise
+                error = exc
+        raise error

@@ -1,0 +1,92 @@
+"""Retrying model calls and tool calls with exponential backoff."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+
+import anyio
+import attrs
+import structlog
+
+from .._backoff import Backoff
+from .._exceptions import ModelHTTPError, ModelStreamError, ModelTimeoutError
+from .._interceptors import ModelHandler, ToolCallRequest, ToolCallResponse, ToolHandler
+from .._models.base import ModelRequest, ModelResponse
+
+_RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+def is_retryable_model_error(error: Exception) -> bool:
+    """Timeouts, cut streams, connection errors, 408/409/429 and 5xx: worth another try."""
+    if isinstance(error, ModelHTTPError):
+        return error.status_code in _RETRY_STATUSES or error.status_code >= 500
+    return isinstance(error, ModelTimeoutError | ModelStreamError | OSError)
+
+
+def _at_least_one(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {value}")
+
+
+@attrs.frozen
+class ModelRetryInterceptor:
+    """Retries a failed model call: 3 attempts, 1 s then ×2 up to 30 s, with jitter."""
+
+    max_attempts: int = attrs.field(default=3, validator=_at_least_one)
+    initial_delay: float = 1.0
+    backoff_factor: float = 2.0
+    max_delay: float = 30.0
+    jitter: float = 0.25
+    retry_on: Callable[[Exception], bool] = is_retryable_model_error
+
+    async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> ModelResponse:
+        backoff = Backoff(self.initial_delay, self.backoff_factor, self.max_delay, self.jitter)
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                return await handler(request)
+            except Exception as exc:
+                if attempt == self.max_attempts or not self.retry_on(exc):
+                    raise
+                delay = backoff.delay(attempt)
+                structlog.get_logger("reactcore").warning(
+                    "model_call_retry",
+                    attempt=attempt,
+                    delay_s=round(delay, 3),
+                    error=type(exc).__name__,
+                )
+                await anyio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+@attrs.frozen
+class ToolRetryInterceptor:
+    """Retries a tool call that raised: 3 attempts (the first included), 1 s then ×2 up to
+    60 s, ±25 % jitter. After the last attempt the model gets ``Tool call failed after N
+    attempts: <Type>: <message>``. ``tools`` limits it to some tool names; ``retry_on`` to
+    some exception types. Retries happen inside the call's timeout."""
+
+    max_attempts: int = attrs.field(default=3, validator=_at_least_one)
+    initial_delay: float = 1.0
+    backoff_factor: float = 2.0
+    max_delay: float = 60.0
+    jitter: float = 0.25
+    retry_on: tuple[type[Exception], ...] = (Exception,)
+    tools: Collection[str] | None = None
+
+    async def wrap_tool_call(
+        self, request: ToolCallRequest, handler: ToolHandler
+    ) -> ToolCallResponse:
+        if self.tools is not None and request.call.name not in self.tools:
+            return await handler(request)
+        backoff = Backoff(self.initial_delay, self.backoff_factor, self.max_delay, self.jitter)
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                return await handler(request)
+            except self.retry_on as exc:
+                if attempt == self.max_attempts:
+                    return ToolCallResponse(
+                        f"Tool call failed after {attempt} attempts: {type(exc).__name__}: {exc}",
+                        is_error=True,
+                    )
+                await anyio.sleep(backoff.delay(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover

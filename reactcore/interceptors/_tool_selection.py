@@ -1,0 +1,62 @@
+"""Narrowing the tools the model sees, by a function or by asking a (smaller) model."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Any
+
+import attrs
+
+from .._interceptors import ModelHandler
+from .._messages import UserMessage
+from .._models.base import ChatModel, ModelRequest, ModelResponse
+
+Selector = Callable[[ModelRequest], Sequence[str] | Awaitable[Sequence[str]]]
+
+_PROMPT = (
+    "Pick the tools needed to answer the conversation below. Reply with a JSON array of "
+    "tool names only.\n\nTools:\n{tools}\n\nConversation (last user message):\n{question}"
+)
+
+
+async def _ask_model(model: ChatModel, request: ModelRequest) -> list[str]:
+    specs = request.visible_tool_specs()
+    listing = "\n".join(f"- {s.name}: {s.description}" for s in specs)
+    question = next((m.text for m in reversed(request.messages) if isinstance(m, UserMessage)), "")
+    prompt = _PROMPT.format(tools=listing, question=question)
+    answer = await model.call(ModelRequest([UserMessage(prompt)], context={}))
+    try:
+        names = json.loads(answer.message.text)
+    except json.JSONDecodeError:
+        return []  # an unusable selection narrows nothing away but always_include
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+
+@attrs.frozen
+class ToolSelectionInterceptor:
+    """Before each model call, keeps only the tools ``selector`` picks (plus
+    ``always_include``), at most ``max_tools``. ``selector`` is a function of the request
+    (sync or async) returning tool names, or a ``ChatModel`` asked to pick them."""
+
+    selector: Selector | ChatModel
+    max_tools: int | None = None
+    always_include: Collection[str] = ()
+
+    async def _select(self, request: ModelRequest) -> Sequence[str]:
+        if callable(getattr(self.selector, "call", None)) and hasattr(self.selector, "stream"):
+            model: Any = self.selector
+            return await _ask_model(model, request)
+        picked: Any = self.selector(request)  # type: ignore[operator]
+        if inspect.isawaitable(picked):
+            picked = await picked
+        return list(picked)
+
+    async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> ModelResponse:
+        picked = set(await self._select(request))
+        chosen = [n for n in request.tools if n in picked and n not in self.always_include]
+        if self.max_tools is not None:
+            chosen = chosen[: self.max_tools]
+        kept = [n for n in request.tools if n in self.always_include or n in chosen]
+        return await handler(attrs.evolve(request, tools=kept))
