@@ -3,7 +3,26 @@
 from __future__ import annotations
 
 from ._agent import ReactAgent as ReactAgent
+from ._approval import Approve as Approve
+from ._approval import Edit as Edit
+from ._approval import Interrupt as Interrupt
+from ._approval import Reject as Reject
+from ._approval import Resume as Resume
+from ._checkpoint import Checkpoint as Checkpoint
+from ._checkpoint import Saver as Saver
 from ._config import RunnableConfig as RunnableConfig
+from ._events import Event as Event
+from ._events import ModelCallFinished as ModelCallFinished
+from ._events import ModelCallStarted as ModelCallStarted
+from ._events import ModelDelta as ModelDelta
+from ._events import RunFailed as RunFailed
+from ._events import RunFinished as RunFinished
+from ._events import RunInterrupted as RunInterrupted
+from ._events import StateUpdated as StateUpdated
+from ._events import ToolCallCancelled as ToolCallCancelled
+from ._events import ToolCallFinished as ToolCallFinished
+from ._events import ToolCallStarted as ToolCallStarted
+from ._events import ToolCallTimedOut as ToolCallTimedOut
 from ._exception_processor import DefaultToolExceptionProcessor as DefaultToolExceptionProcessor
 from ._exception_processor import ToolExceptionProcessor as ToolExceptionProcessor
 from ._exceptions import CallLimitExceeded as CallLimitExceeded
@@ -14,6 +33,7 @@ from ._exceptions import ModelStreamError as ModelStreamError
 from ._exceptions import ModelTimeoutError as ModelTimeoutError
 from ._exceptions import OutputParseError as OutputParseError
 from ._exceptions import ReactcoreError as ReactcoreError
+from ._exceptions import RunCancelled as RunCancelled
 from ._exceptions import ToolArgumentError as ToolArgumentError
 from ._exceptions import ToolExecutionError as ToolExecutionError
 from ._hooks import Hook as Hook
@@ -40,6 +60,8 @@ from ._models.base import ToolCallDelta as ToolCallDelta
 from ._models.base import ToolSpec as ToolSpec
 from ._models.base import Usage as Usage
 from ._result import AgentResult as AgentResult
+from ._run import AgentRun as AgentRun
+from ._run import EventStream as EventStream
 from ._serde import messages_from_wire as messages_from_wire
 from ._serde import messages_to_wire as messages_to_wire
 from ._state import KeyStrategy as KeyStrategy
@@ -50,6 +72,8 @@ from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import check_cancelled as check_cancelled
 from ._tools import tool as tool
+from .hooks import ApprovalPolicy as ApprovalPolicy
+from .hooks import HumanInTheLoopHook as HumanInTheLoopHook
 from .hooks import ModelCallLimitHook as ModelCallLimitHook
 from .hooks import ToolCallLimitHook as ToolCallLimitHook
 from .interceptors import ModelFallbackInterceptor as ModelFallbackInterceptor
@@ -60,18 +84,30 @@ from .interceptors import ToolSelectionInterceptor as ToolSelectionInterceptor
 __all__ = [
     "AgentLlmNode",
     "AgentResult",
+    "AgentRun",
     "AgentToolNode",
+    "ApprovalPolicy",
+    "Approve",
     "AssistantMessage",
     "CallLimitExceeded",
     "ChatModel",
     "ChatOptions",
+    "Checkpoint",
     "DefaultToolExceptionProcessor",
+    "Edit",
+    "Event",
+    "EventStream",
     "Hook",
+    "HumanInTheLoopHook",
+    "Interrupt",
     "KeyStrategy",
     "MaxIterationsExceeded",
     "Message",
+    "ModelCallFinished",
     "ModelCallLimitHook",
+    "ModelCallStarted",
     "ModelChunk",
+    "ModelDelta",
     "ModelError",
     "ModelFallbackInterceptor",
     "ModelHTTPError",
@@ -86,16 +122,28 @@ __all__ = [
     "OverAllState",
     "ReactAgent",
     "ReactcoreError",
+    "Reject",
     "Remove",
+    "Resume",
+    "RunCancelled",
+    "RunFailed",
+    "RunFinished",
+    "RunInterrupted",
     "RunnableConfig",
+    "Saver",
+    "StateUpdated",
     "SystemMessage",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
+    "ToolCallCancelled",
     "ToolCallDelta",
+    "ToolCallFinished",
     "ToolCallLimitHook",
     "ToolCallRequest",
     "ToolCallResponse",
+    "ToolCallStarted",
+    "ToolCallTimedOut",
     "ToolContext",
     "ToolExceptionProcessor",
     "ToolExecutionError",

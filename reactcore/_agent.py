@@ -1,11 +1,8 @@
-"""``ReactAgent``: the loop that alternates reasoning (``AgentLlmNode``) and acting
-(``AgentToolNode``), with hooks around both.
+"""``ReactAgent``: an agent's configuration, and the ways to run it — ``invoke``,
+``start`` (a handle on the live run) and ``stream`` (its events).
 
-::
-
-    before_agent → [before_model → model → after_model → tools?] … → after_agent
-
-The loop is plain Python, not a graph engine: small, and easy to step through.
+The loop itself (``_loop``) alternates reasoning (``AgentLlmNode``) and acting
+(``AgentToolNode``) with hooks around both. It is plain Python, not a graph engine.
 """
 
 from __future__ import annotations
@@ -13,28 +10,33 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import attrs
 import cattrs
 import structlog
 
+from ._approval import Interrupt, Resume
+from ._checkpoint import Saver
 from ._config import RunnableConfig
+from ._events import RunFailed, RunFinished, RunInterrupted
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
-from ._exceptions import MaxIterationsExceeded, OutputParseError
-from ._hooks import Hook, JumpTarget, Position, order_hooks, run_hooks
+from ._exceptions import OutputParseError, RunCancelled
+from ._hooks import Hook, order_hooks
 from ._interceptors import ModelInterceptor, ToolInterceptor
-from ._llm_node import MODEL_ITERATION, AgentLlmNode
-from ._messages import AssistantMessage, Message, ToolResponseMessage, UserMessage
+from ._llm_node import AgentLlmNode
+from ._loop import AgentInput, Loop, final_text, returned_direct, starting_point
 from ._models.base import ChatModel
 from ._result import AgentResult
+from ._run import AgentRun, EventStream
 from ._serde import converter, describe_error
 from ._state import MESSAGES, KeyStrategy, OverAllState
-from ._tool_node import DYNAMIC_TOOLS, RETURN_DIRECT, AgentToolNode, ToolResolver, pending_calls
+from ._tool_node import AgentToolNode, ToolResolver
 from ._tools import Tool
 
-AgentInput = str | Message | Sequence[Message] | Mapping[str, Any]
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
@@ -73,30 +75,6 @@ def _gather_tools(
     return list(found.values())
 
 
-def initial_state(value: AgentInput, strategies: Mapping[str, KeyStrategy]) -> OverAllState:
-    """The state a run starts from: a string or message(s) become ``messages``."""
-    if isinstance(value, str):
-        return OverAllState({MESSAGES: [UserMessage(value)]}, strategies)
-    if isinstance(value, Mapping):
-        return OverAllState(value, strategies)
-    if isinstance(value, Sequence):
-        return OverAllState({MESSAGES: list(value)}, strategies)
-    return OverAllState({MESSAGES: [value]}, strategies)
-
-
-def final_text(state: Mapping[str, Any]) -> str:
-    """The run's answer: the last assistant text, or the return_direct tool results."""
-    messages = state.get(MESSAGES) or ()
-    last = messages[-1] if messages else None
-    if isinstance(last, ToolResponseMessage):
-        texts = [r.response_data for r in last.responses]
-        return texts[0] if len(texts) == 1 else json.dumps(texts, ensure_ascii=False)
-    for message in reversed(messages):
-        if isinstance(message, AssistantMessage):
-            return message.text
-    return ""
-
-
 def parse_output(text: str, output_type: type) -> Any:
     """``text`` (JSON, optionally in a code fence) structured as ``output_type``."""
     fenced = _FENCE.match(text)
@@ -113,24 +91,6 @@ def parse_output(text: str, output_type: type) -> Any:
             f"{describe_error(exc, 'output')}",
             raw=text,
         ) from exc
-
-
-def _pending_calls(state: OverAllState) -> bool:
-    """Whether the last assistant message has calls still unanswered."""
-    try:
-        assistant, partial = pending_calls(state)
-    except ValueError:
-        return False
-    answered = {r.id for r in partial.responses} if partial else set()
-    return any(c.id not in answered for c in assistant.tool_calls)
-
-
-def _returned_direct(state: OverAllState) -> bool:
-    messages = state.get(MESSAGES) or ()
-    last = messages[-1] if messages else None
-    return isinstance(last, ToolResponseMessage) and (
-        last.metadata.get("finish_reason") == RETURN_DIRECT
-    )
 
 
 def _non_empty(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:
@@ -166,6 +126,8 @@ class ReactAgent:
     tool_resolver: ToolResolver | None = attrs.field(default=None, kw_only=True)
     enable_logging: bool = attrs.field(default=False, kw_only=True)
     model_error_as_message: bool = attrs.field(default=False, kw_only=True)
+    saver: Saver | None = attrs.field(default=None, kw_only=True)
+    max_buffered_events: int = attrs.field(default=256, kw_only=True)
 
     _hooks: list[Hook] = attrs.field(init=False)
     _strategies: dict[str, KeyStrategy] = attrs.field(init=False)
@@ -175,6 +137,12 @@ class ReactAgent:
 
     def __attrs_post_init__(self) -> None:
         self._hooks = order_hooks(self.hooks)
+        needing = [h.name for h in self._hooks if getattr(h, "requires_saver", False)]
+        if needing and self.saver is None:
+            raise ValueError(
+                f"hook {needing[0]!r} pauses runs and resumes them from checkpoints: "
+                "give the agent a saver (saver=MemorySaver() or SqliteSaver(path))"
+            )
         hook_interceptors = [i for h in self._hooks for i in getattr(h, "interceptors", ())]
         interceptors = [*hook_interceptors, *self.interceptors]
         model_chain, tool_chain = _split_interceptors(interceptors)
@@ -224,61 +192,110 @@ class ReactAgent:
         """The reasoning node."""
         return self._llm
 
-    async def invoke(self, input: AgentInput, config: RunnableConfig | None = None) -> AgentResult:
-        """Run the agent on ``input`` until it answers; see ``AgentResult``."""
+    @property
+    def hooks_in_order(self) -> list[Hook]:
+        """The hooks, in the order they run."""
+        return self._hooks
+
+    @property
+    def key_strategies(self) -> dict[str, KeyStrategy]:
+        """The state keys with a strategy of their own (from hooks and ``output_key``)."""
+        return dict(self._strategies)
+
+    async def invoke(
+        self, input: AgentInput | Resume | None, config: RunnableConfig | None = None
+    ) -> AgentResult:
+        """Run the agent until it answers (or pauses for approval): ``start`` + ``result``.
+
+        ``input`` is a string, a message, a list of messages or a state dict; ``None``
+        resumes the unfinished run of ``config.thread_id``; ``Resume(...)`` answers a
+        pause for approval. Errors are raised as themselves.
+        """
+        async with self.start(input, config) as run:
+            return await run.result()
+
+    @asynccontextmanager
+    async def start(
+        self, input: AgentInput | Resume | None, config: RunnableConfig | None = None
+    ) -> AsyncIterator[AgentRun]:
+        """Start a run in a task group this context owns, and give its handle.
+
+        Leaving the block before the run ended cancels the run; nothing it started keeps
+        running after the block.
+        """
         config = config if config is not None else RunnableConfig()
-        state = initial_state(input, self._strategies)
-        return await self.run_loop(state, config)
+        run_id = uuid.uuid4().hex[:12]
+        run = AgentRun(run_id, config.thread_id, self.max_buffered_events)
+        failure: Exception | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._drive, run, input, config)
+            try:
+                yield run
+            except Exception as exc:
+                # Raised after the group, so the caller gets it as itself, not in a group.
+                failure = exc
+            finally:
+                if not run.done:
+                    run.cancel()
+        if failure is not None:
+            raise failure
 
-    async def run_loop(self, state: OverAllState, config: RunnableConfig) -> AgentResult:
-        """The loop itself, from ``state``: hooks, model, tools, until the end."""
-        config.context.pop(MODEL_ITERATION, None)
-        config.context.pop(DYNAMIC_TOOLS, None)
-        run_id = config.context.setdefault("run_id", uuid.uuid4().hex[:12])
-        log = self._log.bind(run_id=run_id) if self.enable_logging else None
-        state, step = await self._hooks_at("before_agent", state, config)
-        model_calls = 0
-        step = step or "model"
-        while step != "end":
-            if step == "tools":
-                state, step = await self._act(state, config)
-                continue
-            if self.max_iterations is not None and model_calls >= self.max_iterations:
-                raise MaxIterationsExceeded(
-                    f"agent {self.name!r} made {model_calls} model calls without a final answer "
-                    f"(max_iterations={self.max_iterations})",
-                    messages=state.get(MESSAGES) or (),
-                )
-            state, jump = await self._hooks_at("before_model", state, config)
-            if jump not in (None, "model"):
-                step = jump
-                continue
-            state = state.merge(await self._llm(state, config))
-            model_calls += 1
-            state, jump = await self._hooks_at("after_model", state, config)
-            step = jump or ("tools" if self._tool_node and _pending_calls(state) else "end")
-        state, _ = await self._hooks_at("after_agent", state, config)
-        if log is not None:
-            log.info("agent_run_finished", model_calls=model_calls)
-        return self._result(state, model_calls)
+    @asynccontextmanager
+    async def stream(
+        self, input: AgentInput | Resume | None, config: RunnableConfig | None = None
+    ) -> AsyncIterator[EventStream]:
+        """The live events of a new run: ``async with agent.stream(x) as events``.
 
-    async def _act(
-        self, state: OverAllState, config: RunnableConfig
-    ) -> tuple[OverAllState, JumpTarget]:
-        if self._tool_node is None or not _pending_calls(state):
-            return state, "model"
-        state = state.merge(await self._tool_node(state, config))
-        return state, "end" if _returned_direct(state) else "model"
+        A context manager, not an async generator: yielding from inside the run's task
+        group would break cancellation. Leaving the block early cancels the run.
+        """
+        async with self.start(input, config) as run, run.events() as events:
+            yield events
 
-    async def _hooks_at(
-        self, position: Position, state: OverAllState, config: RunnableConfig
-    ) -> tuple[OverAllState, JumpTarget | None]:
-        state, jump, _ = await run_hooks(position, self._hooks, state, config)
-        return state, jump
+    async def _drive(
+        self, run: AgentRun, value: AgentInput | Resume | None, config: RunnableConfig
+    ) -> None:
+        """Run the loop in the run's scope; record how it ended, never raise into the group."""
+        log = self._log.bind(run_id=run.run_id) if self.enable_logging else None
+        result: AgentResult | None = None
+        try:
+            with run.scope:
+                start = await starting_point(self, value, config)
+                result = await Loop(self, run, config).execute(start)
+        except Exception as exc:
+            if log is not None:
+                log.warning("agent_run_failed", error=type(exc).__name__)
+            await run.finish(RunFailed(exc), None, exc)
+            return
+        except BaseException:
+            # Cancelled from outside (the caller's scope): end the handle, then propagate.
+            error = _cancelled(run, "the run was cancelled from outside")
+            run.finish_nowait(RunFailed(error), error)
+            raise
+        if result is None:
+            error = _cancelled(run, "the run was cancelled")
+            await run.finish(RunFailed(error), None, error)
+        elif result.status == "interrupted":
+            await run.finish(RunInterrupted(result.interrupt.calls, result), result, None)
+        else:
+            if log is not None:
+                log.info("agent_run_finished", model_calls=result.model_calls)
+            await run.finish(RunFinished(result), result, None)
 
-    def _result(self, state: OverAllState, model_calls: int) -> AgentResult:
+    def result(
+        self, state: OverAllState, model_calls: int, interrupt: Interrupt | None = None
+    ) -> AgentResult:
+        """The ``AgentResult`` of a run that ended (or paused) in ``state``."""
+        if interrupt is not None:
+            return AgentResult(state, "", None, model_calls, "interrupted", interrupt)
         text = final_text(state)
         output = None
-        if self.output_type is not None and not _returned_direct(state):
+        if self.output_type is not None and not returned_direct(state):
             output = parse_output(text, self.output_type)
         return AgentResult(state, text, output, model_calls)
+
+
+def _cancelled(run: AgentRun, message: str) -> RunCancelled:
+    state = run.state
+    messages = list(state.get(MESSAGES) or ()) if state is not None else []
+    return RunCancelled(message, messages=messages, state=state)

@@ -27,5 +27,9 @@ class Backoff:
 
     def delay(self, retry: int) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first retry)."""
-        base = min(self.max_delay, self.initial_delay * self.backoff_factor ** (retry - 1))
+        try:
+            grown = self.initial_delay * self.backoff_factor ** (retry - 1)
+        except OverflowError:  # far past the cap: a float power this big does not fit
+            grown = self.max_delay if self.initial_delay else 0.0
+        base = min(self.max_delay, grown)
         return base * random.uniform(1 - self.jitter, 1 + self.jitter)

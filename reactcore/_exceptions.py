@@ -11,6 +11,7 @@
      │    └── ModelStreamError     a streamed answer was cut or malformed
      ├── MaxIterationsExceeded     the model kept calling tools past ``max_iterations``
      ├── CallLimitExceeded         a limit hook with ``exit_behavior="error"`` tripped
+     ├── RunCancelled              the caller cancelled the run (``run.cancel()``)
      └── OutputParseError          the final answer does not parse as ``output_type``
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
@@ -20,7 +21,7 @@ Errors of use (a bad option, a state the node cannot work on) are the builtin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._messages import Message, ToolCall
@@ -104,3 +105,18 @@ class OutputParseError(ReactcoreError, ValueError):
     def __init__(self, message: str, *, raw: str) -> None:
         super().__init__(message)
         self.raw = raw
+
+
+class RunCancelled(ReactcoreError):
+    """Raised by ``AgentRun.result()`` when the run was cancelled with ``run.cancel()``.
+
+    ``messages`` is the conversation so far, with the responses of the tool calls that had
+    finished (as a partial ``ToolResponseMessage``); ``state`` is the whole state.
+    """
+
+    def __init__(
+        self, message: str, *, messages: Sequence[Message] = (), state: Any = None
+    ) -> None:
+        super().__init__(message)
+        self.messages = list(messages)
+        self.state = state

@@ -1,25 +1,33 @@
 """Hooks: code that runs at fixed points of the agent loop and may update the state.
 
 A hook is any object with a ``name`` and any of the async methods ``before_agent``,
-``after_agent``, ``before_model``, ``after_model``, each ``(state, config) -> dict | None``
-returning a partial state update. An update may hold ``"jump_to"`` — ``"model"``,
-``"tools"`` or ``"end"`` — if the hook lists that target in ``can_jump_to``; the jump is
-not stored in the state. A hook may also bring ``tools``, ``interceptors`` and
-``key_strategies``; hooks run ordered by ``order`` (default 0), then by position.
+``after_agent``, ``before_model``, ``after_model`` and ``before_tools``, each
+``(state, config) -> dict | None`` returning a partial state update. Two keys of an
+update steer the loop instead of landing in the state:
+
+- ``"jump_to"``: ``"model"``, ``"tools"`` or ``"end"``, if the hook lists that target in
+  ``can_jump_to``;
+- ``"interrupt"``: tool calls to pause the run for, waiting for a human (only from
+  ``before_tools``; see ``HumanInTheLoopHook``).
+
+A hook may also bring ``tools``, ``interceptors`` and ``key_strategies``, and say it
+``requires_saver``. Hooks run ordered by ``order`` (default 0), then by position.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
+import attrs
+
 from ._config import RunnableConfig
+from ._messages import ToolCall
 from ._state import OverAllState
 
-Position = Literal["before_agent", "after_agent", "before_model", "after_model"]
+Position = Literal["before_agent", "after_agent", "before_model", "after_model", "before_tools"]
 JumpTarget = Literal["model", "tools", "end"]
 JUMP_TARGETS: frozenset[str] = frozenset({"model", "tools", "end"})
-POSITIONS: tuple[Position, ...] = ("before_agent", "after_agent", "before_model", "after_model")
 
 
 class Hook(Protocol):
@@ -44,6 +52,17 @@ def order_hooks(hooks: Iterable[Hook]) -> list[Hook]:
     return [hook for _, hook in indexed]
 
 
+@attrs.frozen
+class HookOutcome:
+    """What the hooks of one position did: the new state, the keys they changed, and
+    where the loop must go (``jump``) or that it must pause (``interrupt``)."""
+
+    state: OverAllState
+    keys: tuple[str, ...] = ()
+    jump: JumpTarget | None = None
+    interrupt: tuple[ToolCall, ...] | None = None
+
+
 def _jump(hook: Hook, update: dict[str, Any]) -> JumpTarget | None:
     target = update.pop("jump_to", None)
     if target is None:
@@ -60,12 +79,9 @@ def _jump(hook: Hook, update: dict[str, Any]) -> JumpTarget | None:
 
 async def run_hooks(
     position: Position, hooks: Sequence[Hook], state: OverAllState, config: RunnableConfig
-) -> tuple[OverAllState, JumpTarget | None, list[Mapping[str, Any]]]:
-    """Run the hooks at ``position`` in order; stop at the first that jumps.
-
-    Returns the new state, the jump (or ``None``) and the updates applied.
-    """
-    applied: list[Mapping[str, Any]] = []
+) -> HookOutcome:
+    """Run the hooks at ``position`` in order; stop at the first that jumps or interrupts."""
+    keys: list[str] = []
     for hook in hooks:
         method = getattr(hook, position, None)
         if method is None:
@@ -75,9 +91,11 @@ async def run_hooks(
             continue
         update = dict(result)
         jump = _jump(hook, update)
+        interrupt = update.pop("interrupt", None)
         if update:
             state = state.merge(update)
-            applied.append(update)
-        if jump is not None:
-            return state, jump, applied
-    return state, None, applied
+            keys.extend(k for k in update if k not in keys)
+        if jump is not None or interrupt:
+            calls = tuple(interrupt) if interrupt else None
+            return HookOutcome(state, tuple(keys), jump, calls)
+    return HookOutcome(state, tuple(keys))

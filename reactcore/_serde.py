@@ -271,12 +271,10 @@ def _malformed(exc: Exception, root: str) -> ValueError:
 def assistant_from_wire(payload: Any) -> AssistantMessage:
     """An ``AssistantMessage`` from a wire ``message`` dict (a response's ``choices[i]``).
 
-    A malformed payload is a ``ValueError`` saying what is wrong where.
+    A malformed payload raises the converter's error; ``describe_error`` words it, under
+    the caller's own path (``$.choices[0].message``).
     """
-    try:
-        return _assistant(converter.structure(payload, _WireMessage))
-    except (cattrs.BaseValidationError, StrictTypeError) as exc:
-        raise _malformed(exc, "message") from exc
+    return _assistant(converter.structure(payload, _WireMessage))
 
 
 def _assistant(wire: _WireMessage) -> AssistantMessage:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -36,6 +36,7 @@ from ._state import MESSAGES, OverAllState, Remove, frozen_mapping
 from ._tools import Tool, ToolContext
 
 DYNAMIC_TOOLS = "dynamic_tools"
+CALL_OBSERVER = "_call_observer_"
 RETURN_DIRECT = "return_direct"
 ToolResolver = Callable[[str], Tool | None]
 
@@ -92,31 +93,78 @@ def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolRespo
     )
 
 
-@attrs.define(eq=False)
-class _Observer:
-    """Logs each call's start and end, when the node was asked to (``enable_acting_log``)."""
+class ToolCallObserver(Protocol):
+    """Told of each call of a batch as it starts and ends (the run handle is one).
 
-    log: Any
+    ``call_started`` runs inside the call's scope, so ``job.cancel()`` from there or later
+    stops the call. ``call_ended`` gets the call's response and ``partial``, which builds
+    the node's update as it would be if the batch stopped now (finished calls only).
+    """
+
+    async def call_started(self, call: ToolCall, job: Job) -> None: ...
+
+    async def call_ended(
+        self,
+        call: ToolCall,
+        response: ToolResponse,
+        job: Job,
+        partial: Callable[[], dict[str, Any]],
+    ) -> None: ...
+
+
+@attrs.define(eq=False)
+class _Batch:
+    """The calls answering one assistant message: what is done so far, and the update.
+
+    It is also the scheduler's job observer, so each response is recorded (and logged,
+    and reported to the run's observer) the moment its call ends.
+    """
+
+    node: AgentToolNode
+    state: OverAllState
+    assistant: AssistantMessage
+    previous: ToolResponseMessage | None
+    return_direct: bool
+    observer: ToolCallObserver | None
+    done: dict[str, ToolResponse] = attrs.field(factory=dict)
+    updates: dict[str, Mapping[str, Any]] = attrs.field(factory=dict)
+
+    def record(self, job: Job) -> ToolResponse:
+        call: ToolCall = job.key.call
+        response = self.node.response(job)
+        self.done[call.id] = response
+        if job.status is Status.DONE and not response.is_error and job.result.update:
+            self.updates[call.id] = job.result.update
+        return response
+
+    def update(self) -> dict[str, Any]:
+        """The node's partial state update for the calls answered so far."""
+        calls = self.assistant.tool_calls
+        responses = [self.done[c.id] for c in calls if c.id in self.done]
+        metadata = {"finish_reason": RETURN_DIRECT} if self.return_direct else {}
+        out = self.state.combine_updates(self.updates[c.id] for c in calls if c.id in self.updates)
+        extra = out.pop(MESSAGES, None)
+        messages: list[Any] = [Remove(self.previous)] if self.previous is not None else []
+        messages.append(ToolResponseMessage(responses, metadata))
+        if extra is not None:
+            messages.extend(extra if isinstance(extra, list | tuple) else [extra])
+        out[MESSAGES] = messages
+        return out
 
     async def job_started(self, job: Job) -> None:
         call: ToolCall = job.key.call
-        self.log.info("tool_call_started", call_id=call.id, tool=call.name)
-        self.log.debug("tool_call_arguments", call_id=call.id, arguments=call.arguments)
+        if self.node.enable_acting_log:
+            log = self.node.log
+            log.info("tool_call_started", call_id=call.id, tool=call.name)
+            log.debug("tool_call_arguments", call_id=call.id, arguments=call.arguments)
+        if self.observer is not None:
+            await self.observer.call_started(call, job)
 
     async def job_ended(self, job: Job) -> None:
-        call: ToolCall = job.key.call
-        if job.status is Status.DONE:
-            self.log.info(
-                "tool_call_finished",
-                call_id=call.id,
-                tool=call.name,
-                duration_ms=round(job.duration * 1000, 3),
-                is_error=job.result.is_error,
-            )
-        elif job.status is Status.CANCELLED:
-            self.log.info(
-                "tool_call_cancelled", call_id=call.id, tool=call.name, reason=job.cancel_reason
-            )
+        response = self.record(job)
+        self.node.log_end(job, response)
+        if self.observer is not None:
+            await self.observer.call_ended(job.key.call, response, job, self.update)
 
 
 @attrs.define(eq=False)
@@ -151,8 +199,7 @@ class AgentToolNode:
     _thread_limiter: anyio.CapacityLimiter = attrs.field(init=False)
     _inline: ToolHandler = attrs.field(init=False)
     _threaded: ToolHandler = attrs.field(init=False)
-    _log: Any = attrs.field(init=False)
-    _observer: _Observer | None = attrs.field(init=False)
+    log: Any = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self._index = _index_tools(self.tools)
@@ -163,8 +210,7 @@ class AgentToolNode:
         chain = functools.partial(chain_tool_interceptors, list(self.tool_interceptors))
         self._inline = chain(functools.partial(self._execute, self.wrap_sync_tools_as_async))
         self._threaded = chain(functools.partial(self._execute, True))
-        self._log = structlog.get_logger("reactcore", agent=self.agent_name)
-        self._observer = _Observer(self._log) if self.enable_acting_log else None
+        self.log = structlog.get_logger("reactcore", agent=self.agent_name)
 
     @property
     def tool_names(self) -> list[str]:
@@ -184,25 +230,22 @@ class AgentToolNode:
         """The partial state update answering the pending tool calls (``{}`` if none)."""
         state = state if isinstance(state, OverAllState) else OverAllState(state)
         config = config if config is not None else RunnableConfig()
-        assistant, partial = pending_calls(state)
-        done = {r.id: r for r in partial.responses} if partial else {}
-        missing = [c for c in assistant.tool_calls if c.id not in done]
+        assistant, previous = pending_calls(state)
+        batch = _Batch(
+            self,
+            state,
+            assistant,
+            previous,
+            self._return_direct(assistant, config),
+            config.context.get(CALL_OBSERVER),
+        )
+        if previous is not None:
+            batch.done.update((r.id, r) for r in previous.responses)
+        missing = [c for c in assistant.tool_calls if c.id not in batch.done]
         if not missing:
             return {}
-        answered, updates = await self._run(missing, state, config)
-        done.update(answered)
-        responses = [done[c.id] for c in assistant.tool_calls if c.id in done]
-        metadata = (
-            {"finish_reason": RETURN_DIRECT} if self._return_direct(assistant, config) else {}
-        )
-        out = state.combine_updates(updates)
-        extra = out.pop(MESSAGES, None)
-        messages: list[Any] = [Remove(partial)] if partial is not None else []
-        messages.append(ToolResponseMessage(responses, metadata))
-        if extra is not None:
-            messages.extend(extra if isinstance(extra, list | tuple) else [extra])
-        out[MESSAGES] = messages
-        return out
+        await self._run(batch, missing, config)
+        return batch.update()
 
     def _return_direct(self, assistant: AssistantMessage, config: RunnableConfig) -> bool:
         resolved = [self.resolve(c.name, config) for c in assistant.tool_calls]
@@ -211,57 +254,62 @@ class AgentToolNode:
 
     def _unknown(self, call: ToolCall, config: RunnableConfig) -> ToolResponse:
         names = ", ".join([*self._index, *_dynamic_tools(config)]) or "none"
-        self._log.warning("tool_not_available", call_id=call.id, tool=call.name)
+        self.log.warning("tool_not_available", call_id=call.id, tool=call.name)
         text = f"Tool not available: {call.name}. Available tools: {names}"
         return ToolResponse(call.id, call.name, text, is_error=True)
 
-    async def _run(
-        self, calls: Sequence[ToolCall], state: OverAllState, config: RunnableConfig
-    ) -> tuple[dict[str, ToolResponse], list[Mapping[str, Any]]]:
+    async def _run(self, batch: _Batch, calls: Sequence[ToolCall], config: RunnableConfig) -> None:
         parallel = self.parallel_tool_execution and len(calls) > 1
         handler = self._threaded if parallel else self._inline
-        answered: dict[str, ToolResponse] = {}
         jobs: list[Job] = []
         for call in calls:
             found = self.resolve(call.name, config)
             if found is None:
-                answered[call.id] = self._unknown(call, config)
+                batch.done[call.id] = self._unknown(call, config)
                 continue
-            request = ToolCallRequest(call, state, config, found)
-            jobs.append(
-                Job(
-                    functools.partial(self._call, handler, request),
-                    found.timeout or self.tool_execution_timeout,
-                    found.limiter,
-                    request,
-                    self._observer,
-                )
-            )
+            request = ToolCallRequest(call, batch.state, config, found)
+            invoke = functools.partial(self._call, handler, request)
+            timeout = found.timeout or self.tool_execution_timeout
+            jobs.append(Job(invoke, timeout, found.limiter, request, batch))
         if parallel:
             await run_parallel(jobs, self._limiter)
         else:
             await run_sequential(jobs)
-        updates: list[Mapping[str, Any]] = []
-        for job in jobs:
-            call = job.key.call
-            answered[call.id] = self._response(job, call)
-            if job.status is Status.DONE and not job.result.is_error and job.result.update:
-                updates.append(job.result.update)
-        return answered, updates
 
-    def _response(self, job: Job, call: ToolCall) -> ToolResponse:
+    def response(self, job: Job) -> ToolResponse:
+        """The answer the model gets for an ended job."""
+        call: ToolCall = job.key.call
         if job.status is Status.DONE:
             result: ToolCallResponse = job.result
             return ToolResponse(call.id, call.name, result.text, result.is_error)
         if job.status is Status.TIMED_OUT:
-            self._log.warning(
-                "tool_call_timed_out", call_id=call.id, tool=call.name, timeout=job.timeout
-            )
             text = f"Error: Tool execution timed out after {job.timeout:g}s (tool '{call.name}')"
         else:
             reason = f": {job.cancel_reason}" if job.cancel_reason else ""
             text = f"Error: Tool execution was cancelled by the caller{reason}"
         return ToolResponse(call.id, call.name, text, is_error=True)
+
+    def log_end(self, job: Job, response: ToolResponse) -> None:
+        """Log how a call ended: timeouts always (warning), the rest with the acting log."""
+        call: ToolCall = job.key.call
+        if job.status is Status.TIMED_OUT:
+            self.log.warning(
+                "tool_call_timed_out", call_id=call.id, tool=call.name, timeout=job.timeout
+            )
+        elif not self.enable_acting_log:
+            return
+        elif job.status is Status.DONE:
+            self.log.info(
+                "tool_call_finished",
+                call_id=call.id,
+                tool=call.name,
+                duration_ms=round(job.duration * 1000, 3),
+                is_error=response.is_error,
+            )
+        else:
+            self.log.info(
+                "tool_call_cancelled", call_id=call.id, tool=call.name, reason=job.cancel_reason
+            )
 
     async def _call(self, handler: ToolHandler, request: ToolCallRequest) -> ToolCallResponse:
         """The one place where a call's errors become responses (or, if asked, raise)."""
@@ -270,7 +318,7 @@ class AgentToolNode:
         except ToolArgumentError as exc:
             return ToolCallResponse(f"Error: {exc}", is_error=True)
         except Exception as exc:
-            self._log.warning(
+            self.log.warning(
                 "tool_call_failed",
                 call_id=request.call.id,
                 tool=request.call.name,

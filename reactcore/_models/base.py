@@ -33,6 +33,13 @@ class Usage:
             self.total_tokens + other.total_tokens,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens - other.prompt_tokens,
+            self.completion_tokens - other.completion_tokens,
+            self.total_tokens - other.total_tokens,
+        )
+
 
 @attrs.frozen
 class ChatOptions:

@@ -41,10 +41,9 @@ import attrs
 import httpx
 import structlog
 from cattrs.errors import BaseValidationError
-from cattrs.gen import make_dict_structure_fn
 
 from .._exceptions import ModelError, ModelHTTPError, ModelStreamError, ModelTimeoutError
-from .._serde import assistant_from_wire, converter, describe_error, messages_to_wire
+from .._serde import _wire_hook, assistant_from_wire, converter, describe_error, messages_to_wire
 from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, ToolSpec, Usage
 
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -125,10 +124,8 @@ for _cls in (
     _WireChunkChoice,
     _WireChunk,
 ):
-    # Providers add fields (id, created, logprobs, system_fingerprint …); tolerate them.
-    converter.register_structure_hook(
-        _cls, make_dict_structure_fn(_cls, converter, _cattrs_forbid_extra_keys=False)
-    )
+    # Objects only, and extra fields (id, created, logprobs, system_fingerprint …) tolerated.
+    converter.register_structure_hook(_cls, _wire_hook(_cls))
 
 
 # --- requests ---------------------------------------------------------------------------
@@ -246,8 +243,6 @@ def _server_message(text: str) -> str:
 
 def _decode(fn: Callable[[Any], _T], payload: Any, error: type[ModelError], root: str) -> _T:
     """``fn(payload)``, a structuring error raised as ``error`` saying what is wrong where."""
-    if not isinstance(payload, dict):  # cattrs would read a list or string as "no keys"
-        raise error(f"malformed answer: expected an object, got {payload!r:.100} @ {root}")
     try:
         return fn(payload)
     except (BaseValidationError, TypeError, ValueError, KeyError) as exc:

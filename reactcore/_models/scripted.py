@@ -3,9 +3,9 @@
 It answers each request with the next item of its script, in order, and records every
 request it received in ``requests``. Streaming splits the answer the way a provider
 does, so code that assembles chunks is exercised: text in pieces of ``chunk_size``
-characters, each tool call as separate deltas for its id, its name and pieces of its
-arguments, then a chunk with the finish reason and, when usage is reported, a last chunk
-with only the usage.
+characters, each tool call as a delta with its id and name followed by deltas with pieces
+of its arguments, then a chunk with the finish reason and, when usage is reported, a last
+chunk with only the usage (see ``message_chunks``).
 
 Usage is what the test asks for: ``None`` (not reported), one fixed ``Usage`` for every
 reply, or a callable computing it — ``character_usage`` counts characters (not tokens:
@@ -74,14 +74,15 @@ def _pieces(text: str, size: int) -> list[str]:
 def message_chunks(
     message: AssistantMessage, *, chunk_size: int = 4, usage: Usage | None = None
 ) -> list[ModelChunk]:
-    """``message`` as the chunks a provider would stream, each fragment on its own.
+    """``message`` as the chunks OpenAI would stream: text in pieces of ``chunk_size``
+    characters; per tool call, a delta with its id and name, then its arguments in pieces;
+    a chunk with the finish reason; last, when given, a chunk with only the usage.
 
     ``ChunkAssembler`` turns them back into ``message`` (without its metadata).
     """
     chunks = [ModelChunk(text=piece) for piece in _pieces(message.text, chunk_size)]
     for index, call in enumerate(message.tool_calls):
-        chunks.append(ModelChunk(tool_calls=[ToolCallDelta(index, id=call.id)]))
-        chunks.append(ModelChunk(tool_calls=[ToolCallDelta(index, name=call.name)]))
+        chunks.append(ModelChunk(tool_calls=[ToolCallDelta(index, call.id, call.name)]))
         chunks.extend(
             ModelChunk(tool_calls=[ToolCallDelta(index, arguments=piece)])
             for piece in _pieces(call.arguments, chunk_size)

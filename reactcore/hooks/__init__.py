@@ -1,8 +1,10 @@
-"""Built-in hooks: limits on model calls and tool calls."""
+"""Built-in hooks: limits on model calls and tool calls, and human approval."""
 
 from __future__ import annotations
 
+from ._human_in_the_loop import ApprovalPolicy as ApprovalPolicy
+from ._human_in_the_loop import HumanInTheLoopHook as HumanInTheLoopHook
 from ._model_call_limit import ModelCallLimitHook as ModelCallLimitHook
 from ._tool_call_limit import ToolCallLimitHook as ToolCallLimitHook
 
-__all__ = ["ModelCallLimitHook", "ToolCallLimitHook"]
+__all__ = ["ApprovalPolicy", "HumanInTheLoopHook", "ModelCallLimitHook", "ToolCallLimitHook"]

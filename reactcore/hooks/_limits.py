@@ -23,6 +23,11 @@ def limit_field() -> Any:
     return attrs.field(default=None, validator=_limit)
 
 
+def exit_field(default: str, *choices: str) -> Any:
+    """An ``exit_behavior`` that must be one of ``choices`` (``ValueError`` otherwise)."""
+    return attrs.field(default=default, validator=attrs.validators.in_(choices))
+
+
 @attrs.frozen
 class Counter:
     """A count kept under ``key`` in the state (thread) and in the run context (run)."""
@@ -34,6 +39,10 @@ class Counter:
 
     def run(self, config: RunnableConfig) -> int:
         return int(config.context.get(self.key, 0))
+
+    def start_run(self, config: RunnableConfig) -> None:
+        """Start the run count from 0, even when the caller reuses a config's context."""
+        config.context.pop(self.key, None)
 
     def add(self, state: OverAllState, config: RunnableConfig, n: int) -> dict[str, int]:
         """Count ``n`` more; the returned update records the thread count in the state."""

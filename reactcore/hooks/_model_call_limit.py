@@ -10,7 +10,7 @@ from .._config import RunnableConfig
 from .._exceptions import CallLimitExceeded
 from .._messages import AssistantMessage
 from .._state import MESSAGES, OverAllState
-from ._limits import Counter, exceeded, limit_field
+from ._limits import Counter, exceeded, exit_field, limit_field
 
 _COUNT = Counter("_model_call_count_")
 
@@ -22,24 +22,27 @@ class ModelCallLimitHook:
 
     ``exit_behavior="end"`` ends the run with the assistant message ``Model call limits
     exceeded: …`` as its final text; ``"error"`` raises ``CallLimitExceeded``.
+
+    A call is counted in ``before_model``, as it is let through: a hook that jumps after
+    the model (``ToolCallLimitHook``) then cannot make it go uncounted.
     """
 
     thread_limit: int | None = limit_field()
     run_limit: int | None = limit_field()
-    exit_behavior: Literal["end", "error"] = "end"
+    exit_behavior: Literal["end", "error"] = exit_field("end", "end", "error")
     name: str = "model_call_limit"
     can_jump_to: tuple[str, ...] = ("end",)
+
+    async def before_agent(self, state: OverAllState, config: RunnableConfig) -> Any:
+        _COUNT.start_run(config)
 
     async def before_model(self, state: OverAllState, config: RunnableConfig) -> Any:
         over = exceeded(
             _COUNT.thread(state), self.thread_limit, _COUNT.run(config), self.run_limit, 1
         )
         if not over:
-            return None
+            return _COUNT.add(state, config, 1)
         text = f"Model call limits exceeded: {', '.join(over)}"
         if self.exit_behavior == "error":
             raise CallLimitExceeded(text)
         return {MESSAGES: [AssistantMessage(text)], "jump_to": "end"}
-
-    async def after_model(self, state: OverAllState, config: RunnableConfig) -> Any:
-        return _COUNT.add(state, config, 1)

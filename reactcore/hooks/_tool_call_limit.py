@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import attrs
@@ -9,12 +10,25 @@ import attrs
 from .._config import RunnableConfig
 from .._exceptions import CallLimitExceeded
 from .._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
-from .._state import MESSAGES, OverAllState
-from ._limits import Counter, exceeded, limit_field
+from .._state import MESSAGES, OverAllState, Remove
+from .._tool_node import pending_calls
+from ._limits import Counter, exceeded, exit_field, limit_field
 
 
-def _blocked(calls: list[ToolCall], text: str) -> ToolResponseMessage:
-    return ToolResponseMessage([ToolResponse(c.id, c.name, f"Error: {text}", True) for c in calls])
+def _answer(
+    assistant: AssistantMessage,
+    partial: ToolResponseMessage | None,
+    blocked: Sequence[ToolCall],
+    text: str,
+) -> list[Any]:
+    """Messages replacing ``partial`` (answers other hooks gave) by one partial answer that
+    also holds an error response for each ``blocked`` call, in call order."""
+    by_id = {r.id: r for r in partial.responses} if partial is not None else {}
+    by_id.update((c.id, ToolResponse(c.id, c.name, f"Error: {text}", True)) for c in blocked)
+    responses = [by_id[c.id] for c in assistant.tool_calls if c.id in by_id]
+    messages: list[Any] = [Remove(partial)] if partial is not None else []
+    messages.append(ToolResponseMessage(responses))
+    return messages
 
 
 @attrs.frozen
@@ -26,47 +40,57 @@ class ToolCallLimitHook:
     ``exit_behavior="continue"`` (default) lets the model go on with the others' results;
     ``"end"`` answers every call of the turn that way and ends the run with ``Tool call
     limits exceeded: …``; ``"error"`` raises ``CallLimitExceeded``.
+
+    Only calls no earlier hook answered are looked at, and the hook jumps only when it must
+    (every call answered, or ``"end"``), so several limit hooks compose.
     """
 
     thread_limit: int | None = limit_field()
     run_limit: int | None = limit_field()
     tool_name: str | None = None
-    exit_behavior: Literal["continue", "end", "error"] = "continue"
+    exit_behavior: Literal["continue", "end", "error"] = exit_field(
+        "continue", "continue", "end", "error"
+    )
     name: str = attrs.field(
         default=attrs.Factory(
             lambda self: f"tool_call_limit:{self.tool_name or '*'}", takes_self=True
         )
     )
-    can_jump_to: tuple[str, ...] = ("model", "tools", "end")
+    can_jump_to: tuple[str, ...] = ("model", "end")
 
     @property
     def _count(self) -> Counter:
         return Counter(f"_tool_call_count_{self.tool_name or '*'}_")
 
+    async def before_agent(self, state: OverAllState, config: RunnableConfig) -> Any:
+        self._count.start_run(config)
+
     async def after_model(self, state: OverAllState, config: RunnableConfig) -> Any:
-        messages = state.get(MESSAGES) or ()
-        last = messages[-1] if messages else None
-        if not isinstance(last, AssistantMessage) or not last.tool_calls:
-            return None
-        counted = [c for c in last.tool_calls if self.tool_name in (None, c.name)]
+        try:
+            assistant, partial = pending_calls(state)
+        except ValueError:
+            return None  # no tool calls in the model's answer
+        answered = {r.id for r in partial.responses} if partial is not None else set()
+        open_calls = [c for c in assistant.tool_calls if c.id not in answered]
+        counted = [c for c in open_calls if self.tool_name in (None, c.name)]
         thread, run = self._count.thread(state), self._count.run(config)
         allowed = 0
         while allowed < len(counted) and not exceeded(
             thread, self.thread_limit, run, self.run_limit, allowed + 1
         ):
             allowed += 1
-        update: dict[str, Any] = self._count.add(state, config, allowed)
         if allowed == len(counted):
-            return update
+            return self._count.add(state, config, allowed) if allowed else None
         over = exceeded(thread, self.thread_limit, run, self.run_limit, allowed + 1)
         text = f"Tool call limits exceeded: {', '.join(over)}"
         if self.exit_behavior == "error":
             raise CallLimitExceeded(text)
-        if self.exit_behavior == "end":
-            update[MESSAGES] = [_blocked(list(last.tool_calls), text), AssistantMessage(text)]
-            update["jump_to"] = "end"
-            return update
+        if self.exit_behavior == "end":  # nothing of this turn runs, so nothing is counted
+            messages = _answer(assistant, partial, open_calls, text)
+            return {MESSAGES: [*messages, AssistantMessage(text)], "jump_to": "end"}
         blocked = counted[allowed:]
-        update[MESSAGES] = [_blocked(blocked, text)]
-        update["jump_to"] = "model" if len(blocked) == len(last.tool_calls) else "tools"
+        update: dict[str, Any] = self._count.add(state, config, allowed)
+        update[MESSAGES] = _answer(assistant, partial, blocked, text)
+        if len(answered) + len(blocked) == len(assistant.tool_calls):
+            update["jump_to"] = "model"  # nothing left to run: the model answers next
         return update

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from typing import Any
 
 import anyio
 import attrs
 import structlog
 
 from .._backoff import Backoff
-from .._exceptions import ModelHTTPError, ModelStreamError, ModelTimeoutError
+from .._exceptions import ModelHTTPError, ModelStreamError, ModelTimeoutError, ToolArgumentError
 from .._interceptors import ModelHandler, ToolCallRequest, ToolCallResponse, ToolHandler
 from .._models.base import ModelRequest, ModelResponse
 
@@ -28,6 +29,17 @@ def _at_least_one(instance: object, attribute: attrs.Attribute[int], value: int)
         raise ValueError(f"max_attempts must be at least 1, got {value}")
 
 
+def _backoff_field() -> Any:
+    """The interceptor's ``Backoff``, built (so its settings checked) at construction."""
+
+    def make(self: Any) -> Backoff:
+        return Backoff(self.initial_delay, self.backoff_factor, self.max_delay, self.jitter)
+
+    return attrs.field(
+        init=False, repr=False, eq=False, default=attrs.Factory(make, takes_self=True)
+    )
+
+
 @attrs.frozen
 class ModelRetryInterceptor:
     """Retries a failed model call: 3 attempts, 1 s then ×2 up to 30 s, with jitter."""
@@ -38,16 +50,16 @@ class ModelRetryInterceptor:
     max_delay: float = 30.0
     jitter: float = 0.25
     retry_on: Callable[[Exception], bool] = is_retryable_model_error
+    _backoff: Backoff = _backoff_field()
 
     async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> ModelResponse:
-        backoff = Backoff(self.initial_delay, self.backoff_factor, self.max_delay, self.jitter)
         for attempt in range(1, self.max_attempts + 1):
             try:
                 return await handler(request)
             except Exception as exc:
                 if attempt == self.max_attempts or not self.retry_on(exc):
                     raise
-                delay = backoff.delay(attempt)
+                delay = self._backoff.delay(attempt)
                 structlog.get_logger("reactcore").warning(
                     "model_call_retry",
                     attempt=attempt,
@@ -63,7 +75,8 @@ class ToolRetryInterceptor:
     """Retries a tool call that raised: 3 attempts (the first included), 1 s then ×2 up to
     60 s, ±25 % jitter. After the last attempt the model gets ``Tool call failed after N
     attempts: <Type>: <message>``. ``tools`` limits it to some tool names; ``retry_on`` to
-    some exception types. Retries happen inside the call's timeout."""
+    some exception types (a ``ToolArgumentError`` is never retried). Retries happen inside
+    the call's timeout."""
 
     max_attempts: int = attrs.field(default=3, validator=_at_least_one)
     initial_delay: float = 1.0
@@ -72,21 +85,23 @@ class ToolRetryInterceptor:
     jitter: float = 0.25
     retry_on: tuple[type[Exception], ...] = (Exception,)
     tools: Collection[str] | None = None
+    _backoff: Backoff = _backoff_field()
 
     async def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler
     ) -> ToolCallResponse:
         if self.tools is not None and request.call.name not in self.tools:
             return await handler(request)
-        backoff = Backoff(self.initial_delay, self.backoff_factor, self.max_delay, self.jitter)
         for attempt in range(1, self.max_attempts + 1):
             try:
                 return await handler(request)
+            except ToolArgumentError:
+                raise  # the same arguments would fail again; the node answers with the error
             except self.retry_on as exc:
                 if attempt == self.max_attempts:
                     return ToolCallResponse(
                         f"Tool call failed after {attempt} attempts: {type(exc).__name__}: {exc}",
                         is_error=True,
                     )
-                await anyio.sleep(backoff.delay(attempt))
+                await anyio.sleep(self._backoff.delay(attempt))
         raise AssertionError("unreachable")  # pragma: no cover

@@ -37,11 +37,14 @@ async def _ask_model(model: ChatModel, request: ModelRequest) -> list[str]:
 @attrs.frozen
 class ToolSelectionInterceptor:
     """Before each model call, keeps only the tools ``selector`` picks (plus
-    ``always_include``), at most ``max_tools``. ``selector`` is a function of the request
-    (sync or async) returning tool names, or a ``ChatModel`` asked to pick them."""
+    ``always_include``), at most ``max_tools`` of them: the first ones it names.
+    ``selector`` is a function of the request (sync or async) returning tool names, or a
+    ``ChatModel`` asked to pick them."""
 
     selector: Selector | ChatModel
-    max_tools: int | None = None
+    max_tools: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+    )
     always_include: Collection[str] = ()
 
     async def _select(self, request: ModelRequest) -> Sequence[str]:
@@ -54,8 +57,9 @@ class ToolSelectionInterceptor:
         return list(picked)
 
     async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> ModelResponse:
-        picked = set(await self._select(request))
-        chosen = [n for n in request.tools if n in picked and n not in self.always_include]
+        available = set(request.tools)
+        picked = dict.fromkeys(await self._select(request))  # the selector's order: its ranking
+        chosen = [n for n in picked if n in available and n not in self.always_include]
         if self.max_tools is not None:
             chosen = chosen[: self.max_tools]
         kept = [n for n in request.tools if n in self.always_include or n in chosen]

@@ -1,0 +1,126 @@
+"""The events of a run, in the order they happen; read them with ``run.events()``.
+
+Order is a contract: ``ToolCallStarted`` is sent once the call is running (so
+``cancel_tool`` on it succeeds); with a saver, ``ToolCallFinished`` is sent after that
+call's checkpoint is written; a cancelled or timed-out call sends ``ToolCallCancelled`` /
+``ToolCallTimedOut`` instead of ``ToolCallFinished``; the stream ends after
+``RunFinished``, ``RunFailed`` or ``RunInterrupted``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ._messages import AssistantMessage, ToolCall
+from ._models.base import ToolCallDelta, Usage
+
+if TYPE_CHECKING:
+    from ._result import AgentResult
+
+
+@attrs.frozen
+class ModelCallStarted:
+    """The model is being asked; ``iteration`` counts from 0 within the run."""
+
+    iteration: int
+
+
+@attrs.frozen
+class ModelDelta:
+    """A streamed fragment of the model's answer: text, or a piece of a tool call."""
+
+    text: str = ""
+    tool_call: ToolCallDelta | None = None
+
+
+@attrs.frozen
+class ModelCallFinished:
+    """The model answered with ``message``."""
+
+    message: AssistantMessage
+    usage: Usage | None = None
+
+
+@attrs.frozen
+class ToolCallStarted:
+    """A tool call is running (it holds its slots; its timeout clock runs)."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@attrs.frozen
+class ToolCallFinished:
+    """A tool call ended with an answer (``is_error`` for an error shown to the model)."""
+
+    call_id: str
+    name: str
+    is_error: bool
+    duration: float
+
+
+@attrs.frozen
+class ToolCallTimedOut:
+    """A tool call ran out of time after ``timeout`` seconds."""
+
+    call_id: str
+    name: str
+    timeout: float
+
+
+@attrs.frozen
+class ToolCallCancelled:
+    """A tool call was cancelled by the caller (``run.cancel_tool``)."""
+
+    call_id: str
+    name: str
+    reason: str | None = None
+
+
+@attrs.frozen
+class StateUpdated:
+    """A step of the loop (``node``: a hook position, "model" or "tools") changed ``keys``."""
+
+    node: str
+    keys: tuple[str, ...]
+
+
+@attrs.frozen
+class RunFinished:
+    """The run ended with ``result``; the last event."""
+
+    result: AgentResult
+
+
+@attrs.frozen
+class RunFailed:
+    """The run ended with ``error`` (``RunCancelled`` when it was cancelled); the last event."""
+
+    error: BaseException = attrs.field(eq=False)
+
+
+@attrs.frozen
+class RunInterrupted:
+    """The run paused for a human to approve ``calls``; the last event."""
+
+    calls: tuple[ToolCall, ...]
+    result: Any = attrs.field(default=None, eq=False, repr=False)
+
+
+Event = (
+    ModelCallStarted
+    | ModelDelta
+    | ModelCallFinished
+    | ToolCallStarted
+    | ToolCallFinished
+    | ToolCallTimedOut
+    | ToolCallCancelled
+    | StateUpdated
+    | RunFinished
+    | RunFailed
+    | RunInterrupted
+)
+TERMINAL = (RunFinished, RunFailed, RunInterrupted)

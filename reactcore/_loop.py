@@ -1,0 +1,374 @@
+"""One run of the agent loop: its steps, its events, its checkpoints, and where it
+starts from (a new conversation, a finished one going on, or an unfinished one resumed).
+
+::
+
+    before_agent → [before_model → model → after_model → before_tools → tools?] … → after_agent
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ._approval import Edit, Interrupt, Reject, Resume
+from ._checkpoint import Checkpoint, NextStep, Saver
+from ._config import RunnableConfig
+from ._events import (
+    ModelCallFinished,
+    ModelCallStarted,
+    ModelDelta,
+    StateUpdated,
+    ToolCallCancelled,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolCallTimedOut,
+)
+from ._exceptions import MaxIterationsExceeded
+from ._hooks import HookOutcome, JumpTarget, Position, run_hooks
+from ._llm_node import CHUNK_LISTENER, MODEL_ITERATION
+from ._messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResponse,
+    ToolResponseMessage,
+    UserMessage,
+)
+from ._models.base import ModelChunk, Usage
+from ._result import TOKEN_USAGE, AgentResult
+from ._run import AgentRun
+from ._scheduler import Job, Status
+from ._state import MESSAGES, OverAllState
+from ._tool_node import CALL_OBSERVER, DYNAMIC_TOOLS, RETURN_DIRECT, pending_calls
+
+if TYPE_CHECKING:
+    from ._agent import ReactAgent
+
+AgentInput = str | Message | Sequence[Message] | Mapping[str, Any]
+APPROVED = "_approved_calls_"
+
+
+def input_update(value: AgentInput) -> dict[str, Any]:
+    """A caller's input as a state update: text and messages go to ``messages``."""
+    if isinstance(value, str):
+        return {MESSAGES: [UserMessage(value)]}
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence):
+        return {MESSAGES: list(value)}
+    return {MESSAGES: [value]}
+
+
+def unanswered(state: Mapping[str, Any]) -> list[ToolCall]:
+    """The calls of the last assistant message that have no response yet."""
+    try:
+        assistant, partial = pending_calls(state)
+    except ValueError:
+        return []
+    answered = {r.id for r in partial.responses} if partial else set()
+    return [c for c in assistant.tool_calls if c.id not in answered]
+
+
+def returned_direct(state: Mapping[str, Any]) -> bool:
+    """Whether the last step was a batch of return_direct tools (the run ends there)."""
+    messages = state.get(MESSAGES) or ()
+    last = messages[-1] if messages else None
+    return isinstance(last, ToolResponseMessage) and (
+        last.metadata.get("finish_reason") == RETURN_DIRECT
+    )
+
+
+def final_text(state: Mapping[str, Any]) -> str:
+    """The run's answer: the last assistant text, or the return_direct tool results."""
+    messages: Sequence[Message] = state.get(MESSAGES) or ()
+    last = messages[-1] if messages else None
+    if isinstance(last, ToolResponseMessage) and returned_direct(state):
+        texts = [r.response_data for r in last.responses]
+        return texts[0] if len(texts) == 1 else json.dumps(texts, ensure_ascii=False)
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            return str(message.text)
+    return ""
+
+
+@attrs.frozen
+class Start:
+    """Where a run starts: the state, the step, and whether it is a new run."""
+
+    state: OverAllState
+    step: JumpTarget
+    fresh: bool
+    model_calls: int = 0
+
+
+async def starting_point(
+    agent: ReactAgent, value: AgentInput | Resume | None, config: RunnableConfig
+) -> Start:
+    """The state and step to run from, after the thread's latest checkpoint.
+
+    New input on an unfinished thread, or nothing to resume, is a ``ValueError`` naming
+    what is pending: nothing is dropped silently.
+    """
+    strategies = agent.key_strategies
+    checkpoint = None
+    if agent.saver is not None and config.thread_id is not None:
+        checkpoint = await agent.saver.get(config.thread_id)
+    where = f"thread {config.thread_id!r}"
+    if checkpoint is None:
+        if value is None or isinstance(value, Resume):
+            why = (
+                "has no checkpoint"
+                if agent.saver and config.thread_id
+                else ("cannot be resumed without a saver and a thread_id")
+            )
+            raise ValueError(f"nothing to resume: {where} {why}")
+        return Start(OverAllState({}, strategies).merge(input_update(value)), "model", True)
+    state = OverAllState(checkpoint.state.data, strategies)
+    pending = checkpoint.next != "end"
+    if isinstance(value, Resume):
+        if not checkpoint.interrupt:
+            raise ValueError(f"nothing to approve: {where} is not waiting for approval")
+        state = apply_decisions(agent, state, checkpoint.interrupt, value, config)
+        return Start(state, "tools", False, checkpoint.model_calls)
+    if value is None:
+        if not pending:
+            raise ValueError(f"nothing to resume: the last run of {where} finished")
+        if checkpoint.interrupt:
+            ids = ", ".join(c.id for c in checkpoint.interrupt)
+            raise ValueError(f"{where} waits for approval of calls {ids}; resume with Resume(...)")
+        return Start(state, checkpoint.next, False, checkpoint.model_calls)
+    if pending:
+        calls = ", ".join(f"{c.name} ({c.id})" for c in unanswered(state)) or "none"
+        raise ValueError(
+            f"{where} has an unfinished run (next step: {checkpoint.next}; pending tool calls: "
+            f"{calls}); resume it with invoke(None, config) before sending new input"
+        )
+    return Start(state.merge(input_update(value)), "model", True)
+
+
+def apply_decisions(
+    agent: ReactAgent,
+    state: OverAllState,
+    waiting: Sequence[ToolCall],
+    resume: Resume,
+    config: RunnableConfig,
+) -> OverAllState:
+    """The state with a human's decisions applied: approvals recorded, edited arguments
+    checked and written into the history, rejections answered as error responses."""
+    by_id = {c.id: c for c in waiting}
+    unknown = sorted(set(resume.decisions) - set(by_id))
+    if unknown:
+        raise ValueError(
+            f"no pending call with id {', '.join(unknown)}; pending: {', '.join(by_id)}"
+        )
+    assistant, partial = pending_calls(state)
+    calls = {c.id: c for c in assistant.tool_calls}
+    rejected: list[ToolResponse] = []
+    approved = list(state.get(APPROVED) or [])
+    for call_id, decision in resume.decisions.items():
+        call = calls[call_id]
+        if isinstance(decision, Reject):
+            rejected.append(ToolResponse(call.id, call.name, decision.message, is_error=True))
+            continue
+        if isinstance(decision, Edit):
+            calls[call_id] = call = _edited(agent, call, decision, config)
+        approved.append(call_id)
+    messages = list(state[MESSAGES])
+    index = messages.index(partial) - 1 if partial is not None else len(messages) - 1
+    messages[index] = attrs.evolve(
+        assistant, tool_calls=[calls[c.id] for c in assistant.tool_calls]
+    )
+    if rejected:
+        earlier = list(partial.responses) if partial is not None else []
+        order = [c.id for c in assistant.tool_calls]
+        merged = sorted([*earlier, *rejected], key=lambda r: order.index(r.id))
+        answer = ToolResponseMessage(merged, partial.metadata if partial else {})
+        if partial is not None:
+            messages[-1] = answer
+        else:
+            messages.append(answer)
+    data = {**state.data, MESSAGES: messages, APPROVED: approved}
+    return OverAllState(data, state.key_strategies)
+
+
+def _edited(agent: ReactAgent, call: ToolCall, edit: Edit, config: RunnableConfig) -> ToolCall:
+    raw = edit.arguments if isinstance(edit.arguments, str) else json.dumps(dict(edit.arguments))
+    node = agent.tool_node
+    found = node.resolve(call.name, config) if node is not None else None
+    if found is None:
+        raise ValueError(f"cannot edit call {call.id}: no tool named {call.name!r}")
+    found.parse_arguments(raw)  # ToolArgumentError (a ValueError) says what is wrong
+    return attrs.evolve(call, arguments=raw)
+
+
+@attrs.define(eq=False)
+class _CallEvents:
+    """Reports a batch's calls to the run: events, the cancellable jobs, checkpoints."""
+
+    loop: Loop
+    base: OverAllState
+
+    async def call_started(self, call: ToolCall, job: Job) -> None:
+        self.loop.run.track(call.id, job)
+        await self.loop.run.emit(ToolCallStarted(call.id, call.name, call.arguments))
+
+    async def call_ended(
+        self,
+        call: ToolCall,
+        response: ToolResponse,
+        job: Job,
+        partial: Callable[[], dict[str, Any]],
+    ) -> None:
+        run = self.loop.run
+        run.track(call.id, None)
+        state = self.base.merge(partial())
+        run.state = state
+        await self.loop.save(state, "tools")
+        if job.status is Status.TIMED_OUT:
+            await run.emit(ToolCallTimedOut(call.id, call.name, job.timeout))
+        elif job.status is Status.CANCELLED:
+            await run.emit(ToolCallCancelled(call.id, call.name, job.cancel_reason or None))
+        else:
+            await run.emit(ToolCallFinished(call.id, call.name, response.is_error, job.duration))
+
+
+@attrs.define(eq=False)
+class Loop:
+    """The loop of one run; ``await Loop(...).execute(start)`` → ``AgentResult``."""
+
+    agent: ReactAgent
+    run: AgentRun
+    config: RunnableConfig
+    model_calls: int = 0
+    steps: int = 0
+
+    async def execute(self, start: Start) -> AgentResult:
+        """Run from ``start`` to the end, an interrupt, or an error."""
+        context = self.config.context
+        for key in (MODEL_ITERATION, DYNAMIC_TOOLS):
+            context.pop(key, None)
+        context[CHUNK_LISTENER] = self._on_chunk
+        state, step = start.state, start.step
+        self.model_calls = start.model_calls
+        self.run.state = state
+        if start.fresh:
+            outcome = await self.hooks("before_agent", state)
+            state, step = outcome.state, outcome.jump or "model"
+            await self.save(state, step if step != "end" else "model")
+        while step != "end":
+            if step == "tools":
+                outcome = await self.hooks("before_tools", state)
+                state = outcome.state
+                if outcome.interrupt:
+                    return await self.interrupted(state, outcome.interrupt)
+                if outcome.jump is not None:
+                    step = outcome.jump
+                    continue
+                state, step = await self.act(state)
+            else:
+                state, step = await self.think(state)
+            if step != "end":
+                await self.save(state, step)
+        state = (await self.hooks("after_agent", state)).state
+        await self.save(state, "end")
+        return self.agent.result(state, self.model_calls)
+
+    async def think(self, state: OverAllState) -> tuple[OverAllState, JumpTarget]:
+        """The model step: hooks around one model call; where to go next."""
+        limit = self.agent.max_iterations
+        if limit is not None and self.model_calls >= limit:
+            raise MaxIterationsExceeded(
+                f"agent {self.agent.name!r} made {self.model_calls} model calls without a final "
+                f"answer (max_iterations={limit})",
+                messages=state.get(MESSAGES) or (),
+            )
+        outcome = await self.hooks("before_model", state)
+        state = outcome.state
+        if outcome.jump not in (None, "model"):
+            assert outcome.jump is not None
+            return state, outcome.jump
+        await self.run.emit(ModelCallStarted(self.config.context.get(MODEL_ITERATION, -1) + 1))
+        before: Usage = state.get(TOKEN_USAGE) or Usage()
+        update = await self.agent.llm_node(state, self.config)
+        self.model_calls += 1
+        state = self.updated(state, update)
+        usage: Usage = state.get(TOKEN_USAGE) or Usage()
+        message = update[MESSAGES][-1]
+        used = None if usage == before else usage - before
+        await self.run.emit(ModelCallFinished(message, used))
+        await self.run.emit(StateUpdated("model", tuple(update)))
+        outcome = await self.hooks("after_model", state)
+        state = outcome.state
+        if outcome.jump is not None:
+            return state, outcome.jump
+        has_tools = self.agent.tool_node is not None and bool(unanswered(state))
+        return state, "tools" if has_tools else "end"
+
+    async def act(self, state: OverAllState) -> tuple[OverAllState, JumpTarget]:
+        """The tool step: the pending calls of the last answer; where to go next."""
+        node = self.agent.tool_node
+        if node is None or not unanswered(state):
+            return state, "model"
+        self.config.context[CALL_OBSERVER] = _CallEvents(self, state)
+        try:
+            update = await node(state, self.config)
+        finally:
+            del self.config.context[CALL_OBSERVER]
+        if state.get(APPROVED):
+            update[APPROVED] = []  # approvals are for this batch only
+        state = self.updated(state, update)
+        await self.run.emit(StateUpdated("tools", tuple(update)))
+        return state, "end" if returned_direct(state) else "model"
+
+    def updated(self, state: OverAllState, update: Mapping[str, Any]) -> OverAllState:
+        state = state.merge(update)
+        self.run.state = state
+        return state
+
+    async def hooks(self, position: Position, state: OverAllState) -> HookOutcome:
+        outcome = await run_hooks(position, self.agent.hooks_in_order, state, self.config)
+        if outcome.keys:
+            self.run.state = outcome.state
+            await self.run.emit(StateUpdated(position, outcome.keys))
+        return outcome
+
+    async def interrupted(self, state: OverAllState, calls: tuple[ToolCall, ...]) -> AgentResult:
+        await self.save(state, "tools", calls)
+        result = self.agent.result(state, self.model_calls, Interrupt(calls))
+        return result
+
+    async def save(
+        self,
+        state: OverAllState,
+        next_step: NextStep,
+        interrupt: tuple[ToolCall, ...] | None = None,
+    ) -> None:
+        """Write a checkpoint, when the agent has a saver and the run a thread id."""
+        saver: Saver | None = self.agent.saver
+        if saver is None or self.config.thread_id is None:
+            return
+        self.steps += 1
+        checkpoint = Checkpoint(
+            self.config.thread_id,
+            OverAllState(
+                {k: v for k, v in state.items() if k != APPROVED or v}, state.key_strategies
+            ),
+            next_step,
+            self.steps,
+            self.run.run_id,
+            self.model_calls,
+            interrupt,
+            time.time(),
+        )
+        await saver.put(self.config.thread_id, checkpoint)
+
+    async def _on_chunk(self, chunk: ModelChunk) -> None:
+        if chunk.text:
+            await self.run.emit(ModelDelta(text=chunk.text))
+        for delta in chunk.tool_calls:
+            await self.run.emit(ModelDelta(tool_call=delta))

@@ -1,0 +1,180 @@
+"""``AgentRun``: the handle on a live run — its events, cancelling one tool call or the
+whole run, and its result.
+
+Events policy (bounded memory, and a run never stuck on an event nobody reads):
+
+- Events go into a buffer of ``max_buffered_events``.
+- Once a reader is attached (``run.events()``), a full buffer makes the run wait for the
+  reader: a slow consumer applies backpressure.
+- Before any reader is attached, events are kept until the buffer is full, then dropped
+  (counted in ``run.dropped_events``): a caller that never reads never blocks the run.
+- When the reader stops listening (closes the stream, or leaves ``async with
+  run.events()``), later events are dropped.
+"""
+
+from __future__ import annotations
+
+import enum
+from types import TracebackType
+from typing import Any
+
+import anyio
+import attrs
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ._events import TERMINAL, Event
+from ._result import AgentResult
+from ._scheduler import Job
+
+
+class _Reader(enum.Enum):
+    NONE = "none"
+    ATTACHED = "attached"
+    GONE = "gone"
+
+
+@attrs.define(eq=False)
+class EventStream:
+    """The run's events: ``async for event in stream``; close it (or use ``async with``)
+    when you stop listening, so the run stops waiting for you."""
+
+    _receive: MemoryObjectReceiveStream[Event]
+    _run: AgentRun
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Stop listening: later events are dropped, and the run never waits for them."""
+        self._run._reader = _Reader.GONE
+        self._receive.close()
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+@attrs.define(eq=False)
+class AgentRun:
+    """A run in progress, made by ``agent.start(...)``; see the module docstring."""
+
+    run_id: str
+    thread_id: str | None
+    max_buffered_events: int = 256
+    dropped_events: int = 0
+    _send: MemoryObjectSendStream[Event] = attrs.field(init=False)
+    _receive: MemoryObjectReceiveStream[Event] = attrs.field(init=False)
+    _reader: _Reader = attrs.field(default=_Reader.NONE, init=False)
+    _scope: anyio.CancelScope = attrs.field(factory=anyio.CancelScope, init=False)
+    _done: anyio.Event = attrs.field(factory=anyio.Event, init=False)
+    _result: AgentResult | None = attrs.field(default=None, init=False)
+    _error: BaseException | None = attrs.field(default=None, init=False)
+    _inflight: dict[str, Job] = attrs.field(factory=dict, init=False)
+    state: Any = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_buffered_events < 1:
+            raise ValueError("max_buffered_events must be at least 1")
+        self._send, self._receive = anyio.create_memory_object_stream[Event](
+            self.max_buffered_events
+        )
+
+    # --- for the caller -----------------------------------------------------------------
+
+    def events(self) -> EventStream:
+        """The run's events, from the first; one reader per run."""
+        if self._reader is not _Reader.NONE:
+            raise RuntimeError("this run's events already have a reader")
+        self._reader = _Reader.ATTACHED
+        return EventStream(self._receive, self)
+
+    def cancel_tool(self, call_id: str, reason: str | None = None) -> bool:
+        """Cancel the running tool call ``call_id``; the model is told, and the run goes on.
+
+        Returns False (and does nothing) for an unknown, queued or finished call.
+        """
+        job = self._inflight.get(call_id)
+        return job is not None and job.cancel(reason or "")
+
+    def cancel(self) -> None:
+        """Cancel the whole run; ``result()`` then raises ``RunCancelled``."""
+        self._scope.cancel()
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended (finished, failed, cancelled or interrupted)."""
+        return self._done.is_set()
+
+    async def result(self) -> AgentResult:
+        """Wait for the run's end: its result, or the error that ended it, raised as itself."""
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    # --- for the agent loop ------------------------------------------------------------
+
+    async def emit(self, event: Event) -> None:
+        """Send ``event`` under the events policy (see the module docstring)."""
+        if self._reader is _Reader.ATTACHED:
+            try:
+                await self._send.send(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._reader = _Reader.GONE
+            return
+        self._send_or_drop(event)
+
+    def _send_or_drop(self, event: Event) -> None:
+        try:
+            self._send.send_nowait(event)
+        except anyio.WouldBlock:
+            self.dropped_events += 1
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._reader = _Reader.GONE
+
+    def track(self, call_id: str, job: Job | None) -> None:
+        """Register a running call (``job``) or forget it (``None``)."""
+        if job is None:
+            self._inflight.pop(call_id, None)
+        else:
+            self._inflight[call_id] = job
+
+    async def finish(
+        self, event: Event, result: AgentResult | None, error: BaseException | None
+    ) -> None:
+        """End the run: record the outcome, send the last event, close the stream."""
+        assert isinstance(event, TERMINAL)
+        self._result, self._error = result, error
+        self._done.set()
+        with anyio.CancelScope(shield=True):
+            if self._reader is _Reader.ATTACHED and not self._scope.cancel_called:
+                await self.emit(event)
+            else:
+                self._send_or_drop(event)
+        self._send.close()
+
+    def finish_nowait(self, event: Event, error: BaseException) -> None:
+        """End the run from a cancelled context: the last event only if there is room."""
+        self._result, self._error = None, error
+        self._done.set()
+        self._send_or_drop(event)
+        self._send.close()
+
+    @property
+    def scope(self) -> anyio.CancelScope:
+        """The cancel scope the run's loop runs in."""
+        return self._scope

@@ -1,0 +1,432 @@
+"""Public test helpers: a scripted chat model and a local OpenAI-compatible server.
+
+``ScriptedChatModel`` answers from a script, with no network (see its module).
+
+``serve_openai_compatible(script)`` runs a real HTTP server — uvicorn, on 127.0.0.1 with
+an ephemeral port — in a background thread with its own event loop, so a test on any
+anyio backend talks to it over real sockets::
+
+    with serve_openai_compatible([HTTPReply.completion("hi")]) as server:
+        model = OpenAIChatModel("test-model", base_url=server.base_url, api_key="sk-test")
+        ...
+    assert server.requests[0]["messages"] == [...]
+
+It answers each ``POST …/chat/completions`` with the next reply of the script (a list),
+or with what a callable returns for the request's JSON body. Replies:
+
+- ``HTTPReply``: a whole response — a completion, an error status with headers
+  (``Retry-After``, ``x-request-id``), or any text (malformed JSON);
+- ``SSEReply``: a stream of events (``ModelChunk``s, JSON objects, or raw text), ended
+  by ``[DONE]``, by a clean end without it, by cutting the connection, or by hanging;
+- ``HangReply``: never answers (for client timeouts).
+
+``SSEReply`` and ``HangReply`` set ``client_left`` when the client disconnects. Stopping
+the server ends every hanging reply, so leaving the ``with`` block never waits on one.
+uvicorn is imported only when a server starts: it is a test dependency.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, Literal, Protocol, TypeAlias
+
+import anyio
+import anyio.from_thread
+import attrs
+from anyio.lowlevel import EventLoopToken, current_token
+
+from ._messages import AssistantMessage
+from ._models.base import ModelChunk, ToolCallDelta, Usage
+from ._models.scripted import ScriptedChatModel as ScriptedChatModel
+from ._models.scripted import ScriptExhaustedError as ScriptExhaustedError
+from ._models.scripted import character_usage as character_usage
+from ._models.scripted import message_chunks as message_chunks
+from ._serde import converter, message_to_wire
+
+__all__ = [
+    "HTTPReply",
+    "HangReply",
+    "OpenAICompatibleServer",
+    "SSEReply",
+    "ScriptExhaustedError",
+    "ScriptedChatModel",
+    "ServerReply",
+    "character_usage",
+    "message_chunks",
+    "serve_openai_compatible",
+]
+
+_ASGIMessage: TypeAlias = MutableMapping[str, Any]
+_Receive: TypeAlias = Callable[[], Awaitable[_ASGIMessage]]
+_Send: TypeAlias = Callable[[_ASGIMessage], Awaitable[None]]
+_MODEL = "test-model"
+_START_TIMEOUT = 10.0
+_STOP_TIMEOUT = 10.0
+
+
+# --- the wire JSON the server sends -----------------------------------------------------
+
+
+def _usage_json(usage: Usage | None) -> dict[str, Any] | None:
+    return None if usage is None else converter.unstructure(usage)
+
+
+def completion_json(message: AssistantMessage | str, *, usage: Usage | None = None) -> Any:
+    """A chat-completions answer (``object: chat.completion``) carrying ``message``."""
+    if isinstance(message, str):
+        message = AssistantMessage(message)
+    choice = {
+        "index": 0,
+        "message": message_to_wire(message)[0],
+        "finish_reason": "tool_calls" if message.tool_calls else "stop",
+        "logprobs": None,
+    }
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": _MODEL,
+        "choices": [choice],
+        "usage": _usage_json(usage),
+    }
+
+
+def _delta_json(delta: ToolCallDelta) -> dict[str, Any]:
+    wire: dict[str, Any] = {"index": delta.index}
+    if delta.id is not None:
+        wire.update(id=delta.id, type="function")
+    function: dict[str, Any] = {}
+    if delta.name is not None:
+        function["name"] = delta.name
+    if delta.arguments or delta.name is not None:
+        function["arguments"] = delta.arguments
+    if function:
+        wire["function"] = function
+    return wire
+
+
+def chunk_json(chunk: ModelChunk) -> Any:
+    """A streamed event (``object: chat.completion.chunk``) carrying ``chunk``.
+
+    A chunk with only usage has no choices, as OpenAI sends it with ``include_usage``.
+    """
+    delta: dict[str, Any] = {}
+    if chunk.text:
+        delta["content"] = chunk.text
+    if chunk.tool_calls:
+        delta["tool_calls"] = [_delta_json(d) for d in chunk.tool_calls]
+    choices = []
+    if delta or chunk.finish_reason is not None or chunk.usage is None:
+        choices.append(
+            {"index": 0, "delta": delta, "finish_reason": chunk.finish_reason, "logprobs": None}
+        )
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": _MODEL,
+        "choices": choices,
+        "usage": _usage_json(chunk.usage),
+    }
+
+
+# --- one request and the replies to it -------------------------------------------------
+
+
+@attrs.define(eq=False)
+class Exchange:
+    """One request being answered: what a reply uses to send, and to wait for the end."""
+
+    receive: _Receive
+    send: _Send
+    stopping: anyio.Event
+
+    async def start(self, status: int, headers: Mapping[str, str]) -> None:
+        encoded = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+        await self.send({"type": "http.response.start", "status": status, "headers": encoded})
+
+    async def body(self, data: bytes, *, more: bool) -> None:
+        await self.send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def wait_gone(self) -> bool:
+        """Wait until the client disconnects (True) or the server stops (False)."""
+        left = False
+        async with anyio.create_task_group() as tg:
+
+            async def watch_client() -> None:
+                nonlocal left
+                while (await self.receive())["type"] != "http.disconnect":
+                    pass
+                left = True
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch_client)
+            await self.stopping.wait()
+            tg.cancel_scope.cancel()
+        return left
+
+
+class ServerReply(Protocol):
+    """How the server answers one request."""
+
+    async def respond(self, exchange: Exchange) -> None: ...
+
+
+def _to_bytes(value: str | bytes) -> bytes:
+    return value.encode() if isinstance(value, str) else value
+
+
+@attrs.frozen
+class HTTPReply:
+    """A whole response: ``status``, ``body`` (text or bytes) and extra ``headers``."""
+
+    status: int = 200
+    body: bytes = attrs.field(default=b"", converter=_to_bytes)
+    headers: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    content_type: str = "application/json"
+
+    @classmethod
+    def from_json(
+        cls, payload: Any, *, status: int = 200, headers: Mapping[str, str] | None = None
+    ) -> HTTPReply:
+        """``payload`` as JSON."""
+        return cls(status, json.dumps(payload), headers or {})
+
+    @classmethod
+    def completion(
+        cls,
+        message: AssistantMessage | str,
+        *,
+        usage: Usage | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> HTTPReply:
+        """A successful chat-completions answer carrying ``message``."""
+        return cls.from_json(completion_json(message, usage=usage), headers=headers)
+
+    @classmethod
+    def error(
+        cls, status: int, message: str, *, headers: Mapping[str, str] | None = None
+    ) -> HTTPReply:
+        """An OpenAI-style error body (``{"error": {"message": …}}``) with ``status``."""
+        payload = {"error": {"message": message, "type": "test_error", "code": None}}
+        return cls.from_json(payload, status=status, headers=headers)
+
+    async def respond(self, exchange: Exchange) -> None:
+        await exchange.start(self.status, {"content-type": self.content_type, **self.headers})
+        await exchange.body(self.body, more=False)
+
+
+SSEEvent: TypeAlias = ModelChunk | Mapping[str, Any] | str
+"""A streamed event: a ``ModelChunk`` (sent as OpenAI sends it), any JSON object, or raw
+text sent as the ``data`` as is (e.g. malformed JSON)."""
+
+
+def _event_data(event: SSEEvent) -> str:
+    if isinstance(event, str):
+        return event
+    if isinstance(event, ModelChunk):
+        return json.dumps(chunk_json(event))
+    return json.dumps(dict(event))
+
+
+def _to_events(value: Sequence[SSEEvent]) -> tuple[SSEEvent, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class SSEReply:
+    """A ``text/event-stream`` answer: one ``data:`` event each, then the ``ending``.
+
+    ``"done"``: ``data: [DONE]`` and a clean end; ``"eof"``: a clean end without
+    ``[DONE]``; ``"cut"``: the connection is closed mid-body; ``"hang"``: the stream stays
+    open until the client leaves. ``client_left`` is set when the client disconnects.
+    """
+
+    events: tuple[SSEEvent, ...] = attrs.field(converter=_to_events)
+    ending: Literal["done", "eof", "cut", "hang"] = "done"
+    client_left: threading.Event = attrs.field(factory=threading.Event, eq=False, repr=False)
+
+    @classmethod
+    def of(
+        cls, message: AssistantMessage | str, *, usage: Usage | None = None, chunk_size: int = 4
+    ) -> SSEReply:
+        """``message`` streamed in small pieces (as ``message_chunks`` splits it)."""
+        if isinstance(message, str):
+            message = AssistantMessage(message)
+        return cls(message_chunks(message, chunk_size=chunk_size, usage=usage))
+
+    async def respond(self, exchange: Exchange) -> None:
+        await exchange.start(
+            200, {"content-type": "text/event-stream", "cache-control": "no-cache"}
+        )
+        for event in self.events:
+            await exchange.body(f"data: {_event_data(event)}\n\n".encode(), more=True)
+        if self.ending == "done":
+            await exchange.body(b"data: [DONE]\n\n", more=False)
+        elif self.ending == "eof":
+            await exchange.body(b"", more=False)
+        elif self.ending == "hang" and await exchange.wait_gone():
+            self.client_left.set()
+        # "cut" (and a hang ended by the server stopping): return mid-body, and the
+        # server closes the connection without finishing the chunked body.
+
+
+@attrs.frozen
+class HangReply:
+    """Never answers: the request stays open until the client leaves (or the server stops)."""
+
+    client_left: threading.Event = attrs.field(factory=threading.Event, eq=False, repr=False)
+
+    async def respond(self, exchange: Exchange) -> None:
+        if await exchange.wait_gone():
+            self.client_left.set()
+
+
+# --- the server -------------------------------------------------------------------------
+
+Script: TypeAlias = Sequence[ServerReply] | Callable[[Any], ServerReply]
+"""Replies in order, or a callable choosing the reply from the request's JSON body."""
+
+
+@attrs.define(eq=False)
+class OpenAICompatibleServer:
+    """A running local server: its ``base_url`` and what it received, in order.
+
+    ``requests`` holds the JSON bodies of the chat-completions requests and
+    ``request_headers`` their headers (names in lower case).
+    """
+
+    base_url: str
+    requests: list[Any] = attrs.field(factory=list)
+    request_headers: list[dict[str, str]] = attrs.field(factory=list)
+
+
+def _in_order(replies: Sequence[ServerReply]) -> Callable[[Any], ServerReply]:
+    """A script callable replying from ``replies`` in order; past the end, a clear 500."""
+    position = 0
+
+    def next_reply(_: Any) -> ServerReply:
+        nonlocal position
+        position += 1
+        if position > len(replies):
+            return HTTPReply.error(
+                500, f"the test server's script has {len(replies)} replies, no #{position}"
+            )
+        return replies[position - 1]
+
+    return next_reply
+
+
+async def _read_body(receive: _Receive) -> bytes:
+    body = bytearray()
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+@attrs.define(eq=False)
+class _App:
+    """The ASGI application: routes chat-completions requests to the script."""
+
+    script: Callable[[Any], ServerReply]
+    server: OpenAICompatibleServer
+    ready: threading.Event = attrs.field(factory=threading.Event)
+    stopping: anyio.Event | None = None
+    token: EventLoopToken | None = None
+
+    async def __call__(self, scope: _ASGIMessage, receive: _Receive, send: _Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            assert self.stopping is not None  # set at startup, before any request
+            await self._http(scope, Exchange(receive, send, self.stopping))
+
+    async def _lifespan(self, receive: _Receive, send: _Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.stopping = anyio.Event()
+                self.token = current_token()
+                await send({"type": "lifespan.startup.complete"})
+                self.ready.set()
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http(self, scope: _ASGIMessage, exchange: Exchange) -> None:
+        body = await _read_body(exchange.receive)
+        if scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
+            reply = HTTPReply.error(404, f"no route for {scope['method']} {scope['path']}")
+            await reply.respond(exchange)
+            return
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            await HTTPReply.error(400, "the request body is not JSON").respond(exchange)
+            return
+        self.server.requests.append(payload)
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        self.server.request_headers.append(headers)
+        await self.script(payload).respond(exchange)
+
+    def stop(self) -> None:
+        """End every hanging reply (called from outside the server's thread)."""
+        if self.token is not None and self.stopping is not None:
+            with suppress(anyio.RunFinishedError):  # the server's loop has already ended
+                anyio.from_thread.run_sync(self.stopping.set, token=self.token)
+
+
+def _listening_socket() -> socket.socket:
+    """A socket listening on 127.0.0.1 on a free port: clients may connect at once."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    return sock
+
+
+@contextmanager
+def serve_openai_compatible(script: Script) -> Iterator[OpenAICompatibleServer]:
+    """Run a local OpenAI-compatible server answering from ``script`` for the block.
+
+    The server runs uvicorn in a background thread with its own (asyncio) event loop;
+    it has stopped, and its thread has ended, when the block is left.
+    """
+    import uvicorn  # a test dependency, not a core one
+
+    sock = _listening_socket()
+    host, port = sock.getsockname()
+    server = OpenAICompatibleServer(f"http://{host}:{port}/v1")
+    app = _App(script if callable(script) else _in_order(script), server)
+    config = uvicorn.Config(
+        app, loop="asyncio", http="h11", ws="none", lifespan="on", log_config=None
+    )
+    runner = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=runner.run, kwargs={"sockets": [sock]}, name="openai-test-server", daemon=True
+    )
+    thread.start()
+    try:
+        _wait_ready(app, thread)
+        yield server
+    finally:
+        app.stop()
+        runner.should_exit = True
+        thread.join(_STOP_TIMEOUT)
+        sock.close()
+        if thread.is_alive():
+            runner.force_exit = True
+            raise RuntimeError("the OpenAI-compatible test server did not stop")
+
+
+def _wait_ready(app: _App, thread: threading.Thread) -> None:
+    deadline = _START_TIMEOUT
+    while not app.ready.wait(0.05):
+        deadline -= 0.05
+        if not thread.is_alive() or deadline <= 0:
+            raise RuntimeError("the OpenAI-compatible test server did not start")
