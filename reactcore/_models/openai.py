@@ -421,9 +421,7 @@ class OpenAIChatModel:
         try:
             yield chunks
         finally:
-            with anyio.CancelScope(shield=True):
-                await chunks.aclose()
-                await response.aclose()
+            pass
 
     @property
     def _url(self) -> str:

@@ -84,13 +84,15 @@ class ToolRetryInterceptor:
     max_delay: float = 60.0
     jitter: float = 0.25
     retry_on: tuple[type[Exception], ...] = (Exception,)
-    tools: Collection[str] | None = None
+    # Given as ``tools=``, kept as ``tool_names``: an interceptor's ``tools`` attribute is
+    # read by the agent as tools the interceptor brings.
+    tool_names: Collection[str] | None = attrs.field(default=None, alias="tools")
     _backoff: Backoff = _backoff_field()
 
     async def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler
     ) -> ToolCallResponse:
-        if self.tools is not None and request.call.name not in self.tools:
+        if self.tool_names is not None and request.call.name not in self.tool_names:
             return await handler(request)
         for attempt in range(1, self.max_attempts + 1):
             try:

@@ -1,0 +1,288 @@
+"""The run handle: live events and their order, cancelling one tool call or the whole
+run, leaving early, and the events policy (backpressure, never blocked by a gone reader)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from reactcore import (
+    AgentRun,
+    AssistantMessage,
+    Event,
+    ModelCallFinished,
+    ModelCallStarted,
+    ModelDelta,
+    ReactAgent,
+    RunCancelled,
+    RunFailed,
+    RunFinished,
+    StateUpdated,
+    ToolCall,
+    ToolCallCancelled,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolCallTimedOut,
+    ToolResponseMessage,
+    check_cancelled,
+    tool,
+)
+from reactcore._models.scripted import ScriptedChatModel
+from tests.helpers import live_tasks
+
+pytestmark = pytest.mark.anyio
+
+
+def calls(*pairs: tuple[str, str, dict[str, Any]]) -> AssistantMessage:
+    return AssistantMessage("", [ToolCall(i, n, json.dumps(a)) for i, n, a in pairs])
+
+
+@tool
+async def quick(x: int) -> int:
+    """Answer at once."""
+    return x
+
+
+async def collect(run: AgentRun) -> list[Event]:
+    async with run.events() as events:
+        return [event async for event in events]
+
+
+async def test_event_order_of_a_tool_turn() -> None:
+    """Events come in loop order; the stream ends after RunFinished."""
+    model = ScriptedChatModel([calls(("c1", "quick", {"x": 1})), "done"])
+    agent = ReactAgent("a", model, tools=[quick])
+    async with agent.start("go") as run:
+        events = await collect(run)
+        result = await run.result()
+    kinds = [type(e).__name__ for e in events if not isinstance(e, ModelDelta)]
+    assert kinds == [
+        "ModelCallStarted",
+        "ModelCallFinished",
+        "StateUpdated",
+        "ToolCallStarted",
+        "ToolCallFinished",
+        "StateUpdated",
+        "ModelCallStarted",
+        "ModelCallFinished",
+        "StateUpdated",
+        "RunFinished",
+    ]
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].result == result
+    assert [e.iteration for e in events if isinstance(e, ModelCallStarted)] == [0, 1]
+    started = next(e for e in events if isinstance(e, ToolCallStarted))
+    assert (started.call_id, started.name, started.arguments) == ("c1", "quick", '{"x": 1}')
+    deltas = "".join(e.text for e in events if isinstance(e, ModelDelta))
+    assert deltas == "done"
+    finished = [e for e in events if isinstance(e, ModelCallFinished)]
+    assert finished[-1].message == AssistantMessage("done")
+    assert [e.node for e in events if isinstance(e, StateUpdated)] == ["model", "tools", "model"]
+
+
+async def test_stream_is_a_context_manager_of_events() -> None:
+    """agent.stream(...) gives the live events; leaving it ends the run."""
+    agent = ReactAgent("a", ScriptedChatModel(["hi"]))
+    async with agent.stream("go") as events:
+        seen = [e async for e in events]
+    assert isinstance(seen[-1], RunFinished)
+    assert seen[-1].result.text == "hi"
+
+
+@pytest.mark.parametrize("sync", [False, True])
+async def test_cancel_one_tool_call_and_the_run_goes_on(sync: bool) -> None:
+    """cancel_tool on a running call (async: cancelled at once; sync in a thread:
+    abandoned, it stops at its next check_cancelled) answers the model with the
+    cancellation text; its sibling finishes; the run goes on to the final answer."""
+    thread_stopped = threading.Event()
+    thread_entered = threading.Event()
+
+    @tool
+    async def slow_async() -> str:
+        await anyio.sleep(30)
+        return "never"
+
+    @tool
+    def slow_sync() -> str:
+        thread_entered.set()
+        try:
+            while True:
+                check_cancelled()
+                time.sleep(0.01)
+        finally:
+            thread_stopped.set()
+
+    name = "slow_sync" if sync else "slow_async"
+    model = ScriptedChatModel([calls(("long", name, {}), ("short", "quick", {"x": 2})), "ok"])
+    agent = ReactAgent(
+        "a", model, tools=[slow_async, slow_sync, quick], parallel_tool_execution=True
+    )
+    async with agent.start("go") as run, run.events() as events:
+        assert not run.cancel_tool("unknown")
+        async for event in events:
+            if isinstance(event, ToolCallStarted) and event.call_id == "long":
+                if sync:  # cancel once the thread really runs the tool
+                    assert await anyio.to_thread.run_sync(thread_entered.wait, 5)
+                assert run.cancel_tool("long", "user got bored")
+            if isinstance(event, ToolCallCancelled):
+                assert (event.call_id, event.reason) == ("long", "user got bored")
+        result = await run.result()
+    assert not run.cancel_tool("long")
+    responses = {r.id: r for r in result.messages[2].responses}
+    long = responses["long"]
+    assert long.response_data == "Error: Tool execution was cancelled by the caller: user got bored"
+    assert long.is_error
+    assert responses["short"].response_data == "2"
+    assert result.text == "ok"
+    second = model.requests[1].messages[-1]
+    assert isinstance(second, ToolResponseMessage)
+    if sync:
+        assert await anyio.to_thread.run_sync(thread_stopped.wait, 5)
+
+
+async def test_cancel_without_reason_and_timeout_events() -> None:
+    """A reasonless cancel gives the bare text; a timed-out call sends ToolCallTimedOut
+    instead of ToolCallFinished."""
+
+    @tool(timeout=0.05)
+    async def stall() -> str:
+        await anyio.sleep(30)
+        return "x"
+
+    @tool
+    async def hang() -> str:
+        await anyio.sleep(30)
+        return "x"
+
+    model = ScriptedChatModel([calls(("t", "stall", {}), ("h", "hang", {})), "ok"])
+    agent = ReactAgent("a", model, tools=[stall, hang], parallel_tool_execution=True)
+    seen: list[Event] = []
+    async with agent.start("go") as run, run.events() as events:
+        async for event in events:
+            seen.append(event)
+            if isinstance(event, ToolCallStarted) and event.call_id == "h":
+                run.cancel_tool("h")
+        result = await run.result()
+    ended = {type(e).__name__: e for e in seen if hasattr(e, "call_id")}
+    assert isinstance(ended["ToolCallTimedOut"], ToolCallTimedOut)
+    assert ended["ToolCallTimedOut"].timeout == 0.05
+    assert ended["ToolCallCancelled"].reason is None
+    assert "ToolCallFinished" not in ended
+    texts = [r.response_data for r in result.messages[2].responses]
+    assert texts[1] == "Error: Tool execution was cancelled by the caller"
+
+
+async def test_cancel_the_run_keeps_finished_tool_responses() -> None:
+    """run.cancel() mid-batch: result() raises RunCancelled with the messages so far,
+    including the responses of the calls that had finished; no task is left."""
+
+    @tool
+    async def hang() -> str:
+        await anyio.sleep(30)
+        return "x"
+
+    model = ScriptedChatModel([calls(("q", "quick", {"x": 5}), ("h", "hang", {})), "never"])
+    agent = ReactAgent("a", model, tools=[quick, hang], parallel_tool_execution=True)
+    before = live_tasks()
+    async with agent.start("go") as run, run.events() as events:
+        async for event in events:
+            if isinstance(event, ToolCallFinished) and event.call_id == "q":
+                run.cancel()
+            last = event
+        with pytest.raises(RunCancelled) as info:
+            await run.result()
+    assert isinstance(last, RunFailed)
+    assert isinstance(last.error, RunCancelled)
+    partial = info.value.messages[-1]
+    assert isinstance(partial, ToolResponseMessage)
+    assert [(r.id, r.response_data) for r in partial.responses] == [("q", "5")]
+    assert live_tasks() == before
+
+
+async def test_leaving_start_early_cancels_the_run() -> None:
+    """Leaving `async with agent.start(...)` before the end cancels the run and waits for
+    it: no task keeps running, and every tool's cleanup ran."""
+    cleaned = anyio.Event()
+
+    @tool
+    async def hang() -> str:
+        try:
+            await anyio.sleep(30)
+        finally:
+            cleaned.set()
+        return "x"
+
+    agent = ReactAgent("a", ScriptedChatModel([calls(("h", "hang", {}))]), tools=[hang])
+    before = live_tasks()
+    async with agent.start("go") as run, run.events() as events:
+        async for event in events:
+            if isinstance(event, ToolCallStarted):
+                break
+    assert cleaned.is_set()
+    assert run.done
+    with pytest.raises(RunCancelled):
+        await run.result()
+    assert live_tasks() == before
+
+
+async def test_caller_exception_in_start_block_propagates_as_itself() -> None:
+    """An exception in the caller's block cancels the run and comes out unwrapped."""
+    agent = ReactAgent(
+        "a", ScriptedChatModel([calls(("h", "quick", {"x": 1})), "x"]), tools=[quick]
+    )
+    with pytest.raises(KeyError, match="mine"):
+        async with agent.start("go"):
+            raise KeyError("mine")
+
+
+async def test_reader_never_attached_never_blocks_the_run() -> None:
+    """With a buffer of 1 and nobody reading, the run still finishes; extra events are
+    dropped and counted."""
+    model = ScriptedChatModel([calls(("a", "quick", {"x": 1})), "a long answer " * 5])
+    agent = ReactAgent("a", model, tools=[quick], max_buffered_events=1)
+    async with agent.start("go") as run:
+        result = await run.result()
+    assert result.text.startswith("a long answer")
+    assert run.dropped_events > 5
+
+
+async def test_slow_reader_applies_backpressure_and_closing_releases_the_run() -> None:
+    """An attached reader that does not read holds the run at a full buffer; once it
+    closes the stream, the run finishes without it."""
+    model = ScriptedChatModel(["x" * 200], chunk_size=1)
+    agent = ReactAgent("a", model, max_buffered_events=2)
+    async with agent.start("go") as run:
+        events = run.events()
+        first = await events.__anext__()
+        assert isinstance(first, ModelCallStarted)
+        await anyio.wait_all_tasks_blocked()
+        assert not run.done  # blocked on the full buffer, not finished
+        await events.aclose()
+        with anyio.fail_after(5):
+            result = await run.result()
+    assert result.text == "x" * 200
+
+
+async def test_one_reader_per_run() -> None:
+    """A second events() reader is refused."""
+    agent = ReactAgent("a", ScriptedChatModel(["x"]))
+    async with agent.start("go") as run:
+        run.events()
+        with pytest.raises(RuntimeError, match="already have a reader"):
+            run.events()
+
+
+async def test_errors_end_the_stream_with_run_failed() -> None:
+    """A run that fails sends RunFailed with the error; result() raises it as itself."""
+    agent = ReactAgent("a", ScriptedChatModel([]))
+    async with agent.start("go") as run:
+        seen = await collect(run)
+        with pytest.raises(Exception, match="0 replies") as info:
+            await run.result()
+    assert isinstance(seen[-1], RunFailed)
+    assert seen[-1].error is info.value
