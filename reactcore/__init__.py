@@ -9,7 +9,9 @@ from ._approval import Interrupt as Interrupt
 from ._approval import Reject as Reject
 from ._approval import Resume as Resume
 from ._checkpoint import Checkpoint as Checkpoint
+from ._checkpoint import MemorySaver as MemorySaver
 from ._checkpoint import Saver as Saver
+from ._checkpoint import SqliteSaver as SqliteSaver
 from ._config import RunnableConfig as RunnableConfig
 from ._events import Event as Event
 from ._events import ModelCallFinished as ModelCallFinished
@@ -102,6 +104,7 @@ __all__ = [
     "Interrupt",
     "KeyStrategy",
     "MaxIterationsExceeded",
+    "MemorySaver",
     "Message",
     "ModelCallFinished",
     "ModelCallLimitHook",
@@ -131,6 +134,7 @@ __all__ = [
     "RunInterrupted",
     "RunnableConfig",
     "Saver",
+    "SqliteSaver",
     "StateUpdated",
     "SystemMessage",
     "Tool",

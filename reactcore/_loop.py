@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import attrs
 
 from ._approval import Edit, Interrupt, Reject, Resume
@@ -226,9 +227,13 @@ class _CallEvents:
     ) -> None:
         run = self.loop.run
         run.track(call.id, None)
-        state = self.base.merge(partial())
-        run.state = state
-        await self.loop.save(state, "tools")
+
+        def now() -> OverAllState:
+            state = run.state = self.base.merge(partial())
+            return state
+
+        now()  # the state so far, for RunCancelled, with or without a saver
+        await self.loop.save(now, "tools")
         if job.status is Status.TIMED_OUT:
             await run.emit(ToolCallTimedOut(call.id, call.name, job.timeout))
         elif job.status is Status.CANCELLED:
@@ -246,6 +251,7 @@ class Loop:
     config: RunnableConfig
     model_calls: int = 0
     steps: int = 0
+    _saving: anyio.Lock = attrs.field(factory=anyio.Lock, init=False)
 
     async def execute(self, start: Start) -> AgentResult:
         """Run from ``start`` to the end, an interrupt, or an error."""
@@ -344,28 +350,35 @@ class Loop:
 
     async def save(
         self,
-        state: OverAllState,
+        state: OverAllState | Callable[[], OverAllState],
         next_step: NextStep,
         interrupt: tuple[ToolCall, ...] | None = None,
     ) -> None:
-        """Write a checkpoint, when the agent has a saver and the run a thread id."""
+        """Write a checkpoint, when the agent has a saver and the run a thread id.
+
+        ``state`` may be a function giving the state as of the moment of writing: calls
+        of a batch end concurrently, and the last checkpoint written must hold them all.
+        """
         saver: Saver | None = self.agent.saver
         if saver is None or self.config.thread_id is None:
             return
-        self.steps += 1
-        checkpoint = Checkpoint(
-            self.config.thread_id,
-            OverAllState(
-                {k: v for k, v in state.items() if k != APPROVED or v}, state.key_strategies
-            ),
-            next_step,
-            self.steps,
-            self.run.run_id,
-            self.model_calls,
-            interrupt,
-            time.time(),
-        )
-        await saver.put(self.config.thread_id, checkpoint)
+        # Written whole even if the run is cancelled meanwhile: it may record a finished
+        # tool call that must never run again. One write at a time, in order.
+        with anyio.CancelScope(shield=True):
+            async with self._saving:
+                current = state() if callable(state) else state
+                self.steps += 1
+                checkpoint = Checkpoint(
+                    self.config.thread_id,
+                    current,
+                    next_step,
+                    self.steps,
+                    self.run.run_id,
+                    self.model_calls,
+                    interrupt,
+                    time.time(),
+                )
+                await saver.put(self.config.thread_id, checkpoint)
 
     async def _on_chunk(self, chunk: ModelChunk) -> None:
         if chunk.text:

@@ -66,13 +66,29 @@ def failing_tool(
 
 
 async def tool_turn(*interceptors: Any, tools: Sequence[Tool], name: str) -> ToolResponse:
-    """Run one model turn calling ``name``, then an answer; the response the model saw."""
+    """Run one model turn calling ``name``, then an answer; the response the model saw.
+
+    The interceptors bring no tools of their own: the model sees exactly ``tools``.
+    """
     model = ScriptedChatModel([AssistantMessage("", [call("c1", name)]), "done"])
     agent = ReactAgent("a", model, tools=tools, interceptors=list(interceptors))
     result = await agent.invoke("go")
+    assert model.requests[0].tools == tuple(t.name for t in tools)
     assert result.text == "done"
     (response,) = seen_responses(model.requests[1])
     return response
+
+
+def three_tools() -> list[Tool]:
+    """Tools a, b and c, each described as "the <name> tool"."""
+
+    def make(name: str) -> Tool:
+        async def run() -> str:
+            return name
+
+        return Tool.from_function(run, name=name, description=f"the {name} tool")
+
+    return [make("a"), make("b"), make("c")]
 
 
 # --- Backoff ------------------------------------------------------------------------------
@@ -100,38 +116,31 @@ def test_backoff_many_retries_stay_capped() -> None:
     assert backoff.delay(5000) == 5.0
 
 
-@pytest.mark.parametrize(
-    "settings",
-    [
-        {"initial_delay": -1.0},
-        {"max_delay": -1.0},
-        {"backoff_factor": 0.5},
-        {"jitter": 1.0},
-        {"jitter": -0.1},
-    ],
-)
-def test_backoff_bad_settings_are_value_errors(settings: dict[str, float]) -> None:
+BAD_BACKOFF = [
+    ({"initial_delay": -1.0}, "negative"),
+    ({"max_delay": -1.0}, "negative"),
+    ({"backoff_factor": 0.5}, "backoff_factor"),
+    ({"jitter": 1.0}, "jitter"),
+    ({"jitter": -0.1}, "jitter"),
+]
+
+
+@pytest.mark.parametrize(("settings", "match"), BAD_BACKOFF)
+def test_backoff_bad_settings_are_value_errors(settings: dict[str, float], match: str) -> None:
     """Negative delays, a shrinking factor, or jitter outside [0, 1) → ValueError."""
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=match):
         Backoff(**settings)
 
 
 @pytest.mark.parametrize("interceptor", [ModelRetryInterceptor, ToolRetryInterceptor])
 @pytest.mark.parametrize(
-    "settings",
-    [
-        {"max_attempts": 0},
-        {"initial_delay": -1.0},
-        {"max_delay": -1.0},
-        {"backoff_factor": 0.5},
-        {"jitter": 1.5},
-    ],
+    ("settings", "match"), [({"max_attempts": 0}, "max_attempts"), *BAD_BACKOFF]
 )
 def test_retry_bad_settings_are_value_errors_at_construction(
-    interceptor: Any, settings: dict[str, float]
+    interceptor: Any, settings: dict[str, float], match: str
 ) -> None:
     """A retry interceptor with bad settings is refused when built, not at its first call."""
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=match):
         interceptor(**settings)
 
 
@@ -335,17 +344,42 @@ async def test_fallback_after_retries_of_the_primary() -> None:
     assert len(primary.requests) == 2
 
 
+async def test_fallback_placed_inside_selection_gets_the_narrowed_request() -> None:
+    """Interceptors outside the fallback apply to the fallback model too: it gets the
+    request tool selection narrowed."""
+    primary = ScriptedChatModel([http_error(500)])
+    fallback = ScriptedChatModel(["from fallback"])
+    interceptors = [
+        ToolSelectionInterceptor(lambda r: ["a"]),
+        ModelFallbackInterceptor([fallback]),
+    ]
+    agent = ReactAgent("x", primary, tools=three_tools(), interceptors=interceptors)
+    assert (await agent.invoke("go")).text == "from fallback"
+    assert fallback.requests[0].tools == ("a",)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="design gap outside the interceptors package: ModelRequest names no model, so "
+    "ModelFallbackInterceptor calls fallback models directly and bypasses the interceptors "
+    "inside it (see the report)",
+)
+async def test_fallback_models_go_through_the_inner_interceptors() -> None:
+    """Interceptors inside the fallback (listed after it) should apply to the fallback
+    models as they do to the primary: here the fallback should see the narrowed tools."""
+    primary = ScriptedChatModel([http_error(500)])
+    fallback = ScriptedChatModel(["from fallback"])
+    interceptors = [
+        ModelFallbackInterceptor([fallback]),
+        ToolSelectionInterceptor(lambda r: ["a"]),
+    ]
+    agent = ReactAgent("x", primary, tools=three_tools(), interceptors=interceptors)
+    assert (await agent.invoke("go")).text == "from fallback"
+    assert primary.requests[0].tools == ("a",)
+    assert fallback.requests[0].tools == ("a",)
+
+
 # --- ToolSelectionInterceptor -------------------------------------------------------------
-
-
-def three_tools() -> list[Tool]:
-    def make(name: str) -> Tool:
-        async def run() -> str:
-            return name
-
-        return Tool.from_function(run, name=name, description=f"the {name} tool")
-
-    return [make("a"), make("b"), make("c")]
 
 
 async def selected(interceptor: ToolSelectionInterceptor) -> tuple[str, ...]:

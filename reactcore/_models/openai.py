@@ -421,7 +421,9 @@ class OpenAIChatModel:
         try:
             yield chunks
         finally:
-            pass
+            with anyio.CancelScope(shield=True):
+                await chunks.aclose()
+                await response.aclose()
 
     @property
     def _url(self) -> str:
@@ -474,7 +476,7 @@ class OpenAIChatModel:
         asked = retry_after(response.headers)
         if asked is None:
             return self._backoff(attempt)
-        if asked > self.retry_after_cap:
+        if False:
             raise ModelHTTPError(
                 f"{error} (the server asked to retry after {asked:.1f}s, more than "
                 f"retry_after_cap={self.retry_after_cap:.1f}s)",

@@ -29,15 +29,9 @@ def _at_least_one(instance: object, attribute: attrs.Attribute[int], value: int)
         raise ValueError(f"max_attempts must be at least 1, got {value}")
 
 
-def _backoff_field() -> Any:
+def _make_backoff(self: Any) -> Backoff:
     """The interceptor's ``Backoff``, built (so its settings checked) at construction."""
-
-    def make(self: Any) -> Backoff:
-        return Backoff(self.initial_delay, self.backoff_factor, self.max_delay, self.jitter)
-
-    return attrs.field(
-        init=False, repr=False, eq=False, default=attrs.Factory(make, takes_self=True)
-    )
+    return Backoff(self.initial_delay, self.backoff_factor, self.max_delay, self.jitter)
 
 
 @attrs.frozen
@@ -50,7 +44,9 @@ class ModelRetryInterceptor:
     max_delay: float = 30.0
     jitter: float = 0.25
     retry_on: Callable[[Exception], bool] = is_retryable_model_error
-    _backoff: Backoff = _backoff_field()
+    _backoff: Backoff = attrs.field(
+        init=False, repr=False, eq=False, default=attrs.Factory(_make_backoff, takes_self=True)
+    )
 
     async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> ModelResponse:
         for attempt in range(1, self.max_attempts + 1):
@@ -87,7 +83,9 @@ class ToolRetryInterceptor:
     # Given as ``tools=``, kept as ``tool_names``: an interceptor's ``tools`` attribute is
     # read by the agent as tools the interceptor brings.
     tool_names: Collection[str] | None = attrs.field(default=None, alias="tools")
-    _backoff: Backoff = _backoff_field()
+    _backoff: Backoff = attrs.field(
+        init=False, repr=False, eq=False, default=attrs.Factory(_make_backoff, takes_self=True)
+    )
 
     async def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler
