@@ -229,7 +229,7 @@ async def test_edit_reject_and_left_out_calls() -> None:
     )
     agent = hitl_agent(model)
     await agent.invoke("mail", RunnableConfig(thread_id="h"))
-    with pytest.raises(ValueError, match="arguments.to"):
+    with pytest.raises(ValueError, match=r"arguments\.to"):
         await agent.invoke(Resume({"e1": Edit({"to": 5})}), RunnableConfig(thread_id="h"))
     with pytest.raises(ValueError, match="no pending call"):
         await agent.invoke(Resume({"zz": Approve()}), RunnableConfig(thread_id="h"))
