@@ -146,7 +146,6 @@ class Executor:
     name: str
     k: int | None  # None: no limit (bare-tg); 1 for sequential
     prepare: Prepare
-    baseline: str | None = None  # the executor name with the same k that ×tg+lim compares to
 
     def ideal(self, workload: Workload, n: int) -> float:
         return math.ceil(n / (self.k or n)) * workload.latency
@@ -154,9 +153,9 @@ class Executor:
 
 def executors(limits: Sequence[int]) -> list[Executor]:
     found = [Executor("bare-tg", None, bare_executor(None))]
-    found += [Executor("bare-tg+lim", k, bare_executor(k), baseline="bare-tg+lim") for k in limits]
+    found += [Executor("bare-tg+lim", k, bare_executor(k)) for k in limits]
     found.append(Executor("node-seq", 1, node_executor(None)))
-    found += [Executor("node-par", k, node_executor(k), baseline="bare-tg+lim") for k in limits]
+    found += [Executor("node-par", k, node_executor(k)) for k in limits]
     return found
 
 
@@ -218,7 +217,7 @@ def _row(
     if m is None:
         note = f"skipped: ideal {ideal:g} s > budget {plan.budget:g} s"
         return Row(workload.name, backend, ex.name, n, ex.k, None, note=note)
-    base = medians.get((ex.baseline, ex.k)) if ex.baseline else None
+    base = medians.get(("bare-tg+lim", ex.k))  # none for k=1 (sequential)
     return Row(
         workload.name,
         backend,
@@ -238,7 +237,7 @@ class CancelRow:
     executor: str
     n: int
     latency_us: float  # median, cancel() to the run returning
-    cleanups_ok: bool  # every call's finally ran, in every repeat
+    cleanups_ok: bool  # every call's finally had run when the run returned, in every repeat
 
 
 async def _cancel_once(prepare: Prepare, n: int) -> tuple[float, bool]:
@@ -258,13 +257,13 @@ async def _cancel_once(prepare: Prepare, n: int) -> tuple[float, bool]:
 
     run = prepare(slow, n)
     scope = anyio.CancelScope()
-    returned_at = 0.0
+    returned_at, cleaned_by_then = 0.0, 0
 
     async def guarded() -> None:
-        nonlocal returned_at
+        nonlocal returned_at, cleaned_by_then
         with scope:
             await run()
-        returned_at = time.perf_counter()
+        returned_at, cleaned_by_then = time.perf_counter(), len(cleaned)
 
     gc.collect()
     async with anyio.create_task_group() as tg:
@@ -272,7 +271,7 @@ async def _cancel_once(prepare: Prepare, n: int) -> tuple[float, bool]:
         await all_running.wait()
         cancelled_at = time.perf_counter()
         scope.cancel()
-    return returned_at - cancelled_at, len(cleaned) == n
+    return returned_at - cancelled_at, cleaned_by_then == n
 
 
 async def measure_cancel(backend: str, plan: Plan) -> list[CancelRow]:
@@ -334,6 +333,31 @@ def print_table(rows: Sequence[Row], cancels: Sequence[CancelRow]) -> None:
         )
 
 
+def print_targets(rows: Sequence[Row]) -> None:
+    """The aims, per backend (``-`` where this run did not measure the case)."""
+    print()
+    for backend in sorted({r.backend for r in rows}):
+        par = {
+            (r.workload, r.n, r.k): r
+            for r in rows
+            if r.backend == backend and r.executor == "node-par" and r.median_s is not None
+        }
+        overheads = [r.vs_tg for (w, n, _), r in par.items() if w == "noop" and n >= 1000]
+        makespan = par.get(("sleep50ms", 1000, 100))
+        big = par.get(("noop", 10_000, 10_000))
+        checks: list[tuple[str, float | None, float]] = [
+            ("no-op ×tg (worst, N ≥ 1000)", max(filter(None, overheads), default=None), 2.0),
+            ("makespan ×ideal (N=1000, k=100)", makespan.vs_ideal if makespan else None, 1.10),
+            ("10,000 parallel no-ops (s)", big.median_s if big else None, 0.5),
+        ]
+        print(f"targets    {backend:<8} " + "; ".join(_check(*c) for c in checks))
+
+
+def _check(name: str, value: float | None, aim: float) -> str:
+    verdict = "" if value is None else ": met" if value <= aim else ": MISSED"
+    return f"{name} {_fmt(value, '.3f')} (aim ≤ {aim:g}{verdict})"
+
+
 def quiet_structlog() -> None:
     """The library only gets loggers; a script may configure them: errors only, please."""
     structlog.configure(
@@ -364,6 +388,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         cancels += cancelled
     rows.sort(key=lambda r: (r.workload, r.n, r.backend))
     print_table(rows, cancels)
+    print_targets(rows)
     if args.json:
         data = {
             "rows": [attrs.asdict(r) | {"us_per_call": r.us_per_call} for r in rows],

@@ -70,6 +70,8 @@ def _gather_tools(
     sources.append(tools)
     for source in sources:
         for value in source:
+            if not (isinstance(value, Tool) or callable(value)):
+                raise TypeError(f"{value!r} is not a tool (from a hook's or interceptor's tools)")
             t = value if isinstance(value, Tool) else Tool.from_function(value)
             found.setdefault(t.name, t)
     return list(found.values())
@@ -224,6 +226,9 @@ class ReactAgent:
         running after the block.
         """
         config = config if config is not None else RunnableConfig()
+        # Each run works in its own copy of the context: run-scoped entries (counters,
+        # dynamic tools, listeners) never leak into the caller's dict or the next run.
+        config = attrs.evolve(config, context=dict(config.context))
         run_id = uuid.uuid4().hex[:12]
         run = AgentRun(run_id, config.thread_id, self.max_buffered_events)
         failure: Exception | None = None

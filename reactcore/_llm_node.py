@@ -32,13 +32,14 @@ from ._models.base import (
 from ._result import TOKEN_USAGE
 from ._schema import json_schema
 from ._state import MESSAGES, OverAllState
-from ._tool_node import DYNAMIC_TOOLS
+from ._tool_node import DYNAMIC_TOOLS, dynamic_tools
 from ._tools import Tool
 
 MODEL_ITERATION = "_MODEL_ITERATION_"
 INSTRUCTION = "_INSTRUCTION_"
 STREAM = "_stream_"
 CHUNK_LISTENER = "_chunk_listener_"
+RUN_ID = "run_id"
 
 ChunkListener = Callable[[ModelChunk], Awaitable[None]]
 
@@ -182,19 +183,22 @@ class AgentLlmNode:
         update: dict[str, Any] = {}
         request = self.build_request(state, config, update)
         start = anyio.current_time()
+        log = (
+            self._log.bind(run_id=config.context.get(RUN_ID))
+            if RUN_ID in config.context
+            else self._log
+        )
         if self.enable_reasoning_log:
-            self._log.info(
-                "model_call_started", iteration=iteration, messages=len(request.messages)
-            )
+            log.info("model_call_started", iteration=iteration, messages=len(request.messages))
         try:
             response = await self._handler(request)
         except Exception as exc:
             if not self.model_error_as_message:
                 raise
-            self._log.warning("model_call_failed", iteration=iteration, error=type(exc).__name__)
+            log.warning("model_call_failed", iteration=iteration, error=type(exc).__name__)
             response = ModelResponse(AssistantMessage(f"Exception: {exc}"))
         if self.enable_reasoning_log:
-            self._log.info(
+            log.info(
                 "model_call_finished",
                 iteration=iteration,
                 duration_ms=round((anyio.current_time() - start) * 1000, 3),
@@ -237,5 +241,6 @@ class AgentLlmNode:
     async def _invoke(self, request: ModelRequest) -> ModelResponse:
         """The innermost handler: hand dynamic tools to the tool node, then call the model."""
         if request.dynamic_tools:
-            request.context[DYNAMIC_TOOLS] = {t.name: t for t in request.dynamic_tools}
-        return await call_model(self.model, request)
+            added = {t.name: t for t in request.dynamic_tools}
+            request.context[DYNAMIC_TOOLS] = {**dynamic_tools(request.context), **added}
+        return await call_model(request.chat_model or self.model, request)

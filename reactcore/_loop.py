@@ -31,7 +31,7 @@ from ._events import (
 )
 from ._exceptions import MaxIterationsExceeded
 from ._hooks import HookOutcome, JumpTarget, Position, run_hooks
-from ._llm_node import CHUNK_LISTENER, MODEL_ITERATION
+from ._llm_node import CHUNK_LISTENER, MODEL_ITERATION, RUN_ID
 from ._messages import (
     AssistantMessage,
     Message,
@@ -45,7 +45,7 @@ from ._result import TOKEN_USAGE, AgentResult
 from ._run import AgentRun
 from ._scheduler import Job, Status
 from ._state import MESSAGES, OverAllState
-from ._tool_node import CALL_OBSERVER, DYNAMIC_TOOLS, RETURN_DIRECT, pending_calls
+from ._tool_node import CALL_OBSERVER, RETURN_DIRECT, pending_calls
 
 if TYPE_CHECKING:
     from ._agent import ReactAgent
@@ -256,9 +256,8 @@ class Loop:
     async def execute(self, start: Start) -> AgentResult:
         """Run from ``start`` to the end, an interrupt, or an error."""
         context = self.config.context
-        for key in (MODEL_ITERATION, DYNAMIC_TOOLS):
-            context.pop(key, None)
         context[CHUNK_LISTENER] = self._on_chunk
+        context[RUN_ID] = self.run.run_id
         state, step = start.state, start.step
         self.model_calls = start.model_calls
         self.run.state = state

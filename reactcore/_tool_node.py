@@ -53,8 +53,9 @@ def _index_tools(tools: Iterable[Tool | Callable[..., Any]]) -> Mapping[str, Too
     return MappingProxyType(index)
 
 
-def _dynamic_tools(config: RunnableConfig) -> Mapping[str, Tool]:
-    found = config.context.get(DYNAMIC_TOOLS)
+def dynamic_tools(context: Mapping[str, Any]) -> Mapping[str, Tool]:
+    """The run's dynamic tools (``context["dynamic_tools"]``: a list or a name → tool map)."""
+    found = context.get(DYNAMIC_TOOLS)
     if not found:
         return {}
     if isinstance(found, Mapping):
@@ -219,7 +220,7 @@ class AgentToolNode:
 
     def resolve(self, name: str, config: RunnableConfig) -> Tool | None:
         """The tool called ``name``: the node's, then the run's dynamic tools, then the resolver."""
-        found = self._index.get(name) or _dynamic_tools(config).get(name)
+        found = self._index.get(name) or dynamic_tools(config.context).get(name)
         if found is None and self.tool_resolver is not None:
             found = self.tool_resolver(name)
         return found
@@ -253,7 +254,7 @@ class AgentToolNode:
         return bool(found) and all(t.return_direct for t in found)
 
     def _unknown(self, call: ToolCall, config: RunnableConfig) -> ToolResponse:
-        names = ", ".join([*self._index, *_dynamic_tools(config)]) or "none"
+        names = ", ".join([*self._index, *dynamic_tools(config.context)]) or "none"
         self.log.warning("tool_not_available", call_id=call.id, tool=call.name)
         text = f"Tool not available: {call.name}. Available tools: {names}"
         return ToolResponse(call.id, call.name, text, is_error=True)

@@ -358,15 +358,9 @@ async def test_fallback_placed_inside_selection_gets_the_narrowed_request() -> N
     assert fallback.requests[0].tools == ("a",)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="design gap outside the interceptors package: ModelRequest names no model, so "
-    "ModelFallbackInterceptor calls fallback models directly and bypasses the interceptors "
-    "inside it (see the report)",
-)
 async def test_fallback_models_go_through_the_inner_interceptors() -> None:
-    """Interceptors inside the fallback (listed after it) should apply to the fallback
-    models as they do to the primary: here the fallback should see the narrowed tools."""
+    """Interceptors inside the fallback (listed after it) apply to the fallback models as
+    they do to the primary: here the fallback sees the narrowed tools."""
     primary = ScriptedChatModel([http_error(500)])
     fallback = ScriptedChatModel(["from fallback"])
     interceptors = [

@@ -104,7 +104,7 @@ def checkpoint(step: int, thread_id: str = "t", **values: Any) -> Checkpoint:
     """A small checkpoint of ``thread_id`` at ``step``, with a message list that grows."""
     history: list[Message] = [UserMessage(f"message {i}") for i in range(step + 1)]
     state = OverAllState({"messages": history, "n": step, **values})
-    return Checkpoint(thread_id, state, "model", step, f"run-{thread_id}", created_at=step)
+    return Checkpoint(thread_id, state, "model", step, f"run-{thread_id}", created_at=float(step))
 
 
 def assert_same(loaded: Checkpoint, original: Checkpoint) -> None:
@@ -578,7 +578,11 @@ async def test_sqlite_second_process_reads_while_this_one_writes(tmp_path: Path)
             lines = BufferedByteReceiveStream(process.stdout)
 
             async def next_line() -> str:
-                return (await lines.receive_until(b"\n", 1 << 16)).decode()
+                try:
+                    return (await lines.receive_until(b"\n", 1 << 16)).decode()
+                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):
+                    code = await process.wait()
+                    pytest.fail(f"the reader stopped, exit code {code} (see its stderr)")
 
             async def seen_at_least(count: int) -> None:
                 while (line := await next_line()).startswith("seen "):

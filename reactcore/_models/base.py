@@ -78,7 +78,8 @@ class ModelRequest:
     ``tools`` names the tools the model may see (tool selection narrows it);
     ``tool_specs`` describes every tool the agent has; ``dynamic_tools`` are tools an
     interceptor added for this run (the tool node can resolve them too); ``context`` is
-    the run's shared working space.
+    the run's shared working space; ``chat_model``, when set, answers this request instead
+    of the node's model (how ``ModelFallbackInterceptor`` switches models).
     """
 
     messages: tuple[Message, ...] = attrs.field(converter=_to_tuple)
@@ -88,6 +89,7 @@ class ModelRequest:
     options: ChatOptions = ChatOptions()
     context: dict[str, Any] = attrs.field(factory=dict, eq=False, hash=False, repr=False)
     dynamic_tools: tuple[Tool, ...] = attrs.field(default=(), converter=_to_tuple, eq=False)
+    chat_model: ChatModel | None = attrs.field(default=None, eq=False, repr=False)
 
     def visible_tool_specs(self) -> list[ToolSpec]:
         """Specs of the tools named in ``tools``, known ones and dynamic ones, in order."""

@@ -476,7 +476,7 @@ class OpenAIChatModel:
         asked = retry_after(response.headers)
         if asked is None:
             return self._backoff(attempt)
-        if False:
+        if asked > self.retry_after_cap:
             raise ModelHTTPError(
                 f"{error} (the server asked to retry after {asked:.1f}s, more than "
                 f"retry_after_cap={self.retry_after_cap:.1f}s)",

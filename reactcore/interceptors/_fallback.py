@@ -9,7 +9,6 @@ import structlog
 
 from .._exceptions import ModelError
 from .._interceptors import ModelHandler
-from .._llm_node import call_model
 from .._models.base import ChatModel, ModelRequest, ModelResponse
 
 
@@ -19,7 +18,11 @@ def _is_model_error(error: Exception) -> bool:
 
 @attrs.frozen
 class ModelFallbackInterceptor:
-    """On a model failure, asks each of ``models`` in turn; the last failure is raised."""
+    """On a model failure, asks each of ``models`` in turn; the last failure is raised.
+
+    Fallback models are asked through the rest of the chain (the interceptors listed
+    after this one), exactly as the primary model was.
+    """
 
     models: Sequence[ChatModel] = attrs.field(converter=tuple)
     fall_back_on: Callable[[Exception], bool] = _is_model_error
@@ -36,7 +39,7 @@ class ModelFallbackInterceptor:
                 "model_fallback", fallback=index, error=type(error).__name__
             )
             try:
-                return await call_model(model, request)
+                return await handler(attrs.evolve(request, chat_model=model))
             except Exception as exc:
                 if not self.fall_back_on(exc):
                     raise
