@@ -12,6 +12,8 @@ from ._checkpoint import Checkpoint as Checkpoint
 from ._checkpoint import MemorySaver as MemorySaver
 from ._checkpoint import Saver as Saver
 from ._checkpoint import SqliteSaver as SqliteSaver
+from ._checkpoint import dump_checkpoint as dump_checkpoint
+from ._checkpoint import load_checkpoint as load_checkpoint
 from ._config import RunnableConfig as RunnableConfig
 from ._events import Event as Event
 from ._events import ModelCallFinished as ModelCallFinished
@@ -161,6 +163,8 @@ __all__ = [
     "Usage",
     "UserMessage",
     "check_cancelled",
+    "dump_checkpoint",
+    "load_checkpoint",
     "messages_from_wire",
     "messages_to_wire",
     "tool",

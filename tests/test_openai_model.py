@@ -573,11 +573,12 @@ class Stop(Exception):
 
 
 @pytest.mark.anyio
+@pytest.mark.filterwarnings("error::ResourceWarning")
 @pytest.mark.parametrize("how", ["cancel", "break", "raise"])
 async def test_leaving_a_stream_early_closes_its_connection(server_for: Any, how: str) -> None:
     """Leaving a stream mid-way (cancelled, ``break``, or an exception in the block)
     closes the response: no connection stays open in the pool, the server sees the
-    client hang up."""
+    client hang up, and no half-run async generator is left behind (trio warns)."""
     reply = SSEReply([ModelChunk(text="a"), ModelChunk(text="b")], ending="hang")
     server = server_for([reply])
     async with httpx.AsyncClient() as client:

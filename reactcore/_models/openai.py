@@ -31,7 +31,7 @@ import math
 import os
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC
 from typing import Any, Self, TypeVar
@@ -52,7 +52,7 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _MAX_BACKOFF = 8.0
 _EXCERPT = 500
 _DONE = "[DONE]"
-_DRAIN_AFTER_DONE = 1.0
+_RUN_OUT_SECONDS = 1.0
 _OPTIONS = ("temperature", "top_p", "max_tokens", "tool_choice", "response_format")
 
 _log = structlog.get_logger("reactcore")
@@ -322,34 +322,67 @@ class _SSEDecoder:
         return None  # comments (":…") and other fields (event, id, retry) are ignored
 
 
-async def _drain(lines: AsyncIterator[str]) -> None:
-    """Read what follows ``[DONE]`` (normally nothing), so the connection can be reused."""
-    try:
-        with anyio.move_on_after(_DRAIN_AFTER_DONE):
+async def _run_out(lines: AsyncIterator[str]) -> None:
+    """Read ``lines`` to their end (for a second at most); a broken connection ends it.
+
+    After ``[DONE]`` this reads the end of the body, so the connection can be reused.
+    After the response was closed early the read fails at once, and httpx's nested async
+    generators finish instead of being left half-run for the garbage collector, which
+    trio warns about (httpx issue #3686).
+    """
+    with anyio.move_on_after(_RUN_OUT_SECONDS):
+        try:
             async for _ in lines:
                 pass
-    except httpx.RequestError as exc:
-        # The answer is complete; the connection will just not be reused.
-        _log.debug("model_stream_drain_failed", error=type(exc).__name__)
+        except (httpx.HTTPError, httpx.StreamError) as exc:
+            _log.debug("model_stream_run_out", error=type(exc).__name__)
 
 
-async def _read_chunks(response: httpx.Response) -> AsyncGenerator[ModelChunk, None]:
-    """The chunks of an SSE answer up to ``[DONE]``; a cut or broken stream raises."""
-    decoder = _SSEDecoder()
-    lines = response.aiter_lines()
-    try:
-        async for line in lines:
-            data = decoder.feed(line)
+@attrs.define(eq=False)
+class _ChunkStream:
+    """The chunks of an SSE answer, up to ``[DONE]``; a cut or broken stream raises.
+
+    ``aclose()`` closes the response (the ``stream`` block calls it, shielded).
+    """
+
+    response: httpx.Response
+    decoder: _SSEDecoder = attrs.field(factory=_SSEDecoder)
+    lines: AsyncIterator[str] | None = None
+    finished: bool = False
+
+    def __aiter__(self) -> _ChunkStream:
+        return self
+
+    async def __anext__(self) -> ModelChunk:
+        if self.lines is None:
+            self.lines = self.response.aiter_lines()
+        while not self.finished:
+            data = self.decoder.feed(await self._next_line(self.lines))
             if data == _DONE:
-                await _drain(lines)
-                return
-            chunk = parse_chunk(data) if data is not None else None
-            if chunk is not None:
-                yield chunk
-    except httpx.RequestError as exc:
-        raise _transport_error(exc, streaming=True) from exc
-    if decoder.feed("") != _DONE:  # a last event may lack its blank line
-        raise ModelStreamError("the stream ended without [DONE]: the answer was cut")
+                self.finished = True
+                await _run_out(self.lines)
+            elif data is not None and (chunk := parse_chunk(data)) is not None:
+                return chunk
+        raise StopAsyncIteration
+
+    async def _next_line(self, lines: AsyncIterator[str]) -> str:
+        """The next line; at the end, a blank one to send a last event (then [DONE] or
+        the stream was cut)."""
+        try:
+            return await anext(lines)
+        except StopAsyncIteration:
+            self.finished = True
+            if self.decoder.data == [_DONE]:
+                return ""
+            raise ModelStreamError("the stream ended without [DONE]: the answer was cut") from None
+        except httpx.RequestError as exc:
+            self.finished = True
+            raise _transport_error(exc, streaming=True) from exc
+
+    async def aclose(self) -> None:
+        await self.response.aclose()
+        if self.lines is not None:
+            await _run_out(self.lines)
 
 
 # --- the client -------------------------------------------------------------------------
@@ -417,13 +450,12 @@ class OpenAIChatModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
         """The model's answer as chunks; the response is closed when the block ends."""
         response = await self._send(request_body(request, self.model, stream=True), True)
-        chunks = _read_chunks(response)
+        chunks = _ChunkStream(response)
         try:
             yield chunks
         finally:
             with anyio.CancelScope(shield=True):
                 await chunks.aclose()
-                await response.aclose()
 
     @property
     def _url(self) -> str:
