@@ -57,12 +57,14 @@ from ._messages import ToolResponseMessage as ToolResponseMessage
 from ._messages import UserMessage as UserMessage
 from ._models.base import ChatModel as ChatModel
 from ._models.base import ChatOptions as ChatOptions
+from ._models.base import ChunkAssembler as ChunkAssembler
 from ._models.base import ModelChunk as ModelChunk
 from ._models.base import ModelRequest as ModelRequest
 from ._models.base import ModelResponse as ModelResponse
 from ._models.base import ToolCallDelta as ToolCallDelta
 from ._models.base import ToolSpec as ToolSpec
 from ._models.base import Usage as Usage
+from ._models.openai import OpenAIChatModel as OpenAIChatModel
 from ._result import AgentResult as AgentResult
 from ._run import AgentRun as AgentRun
 from ._run import EventStream as EventStream
@@ -97,6 +99,7 @@ __all__ = [
     "ChatModel",
     "ChatOptions",
     "Checkpoint",
+    "ChunkAssembler",
     "DefaultToolExceptionProcessor",
     "Edit",
     "Event",
@@ -123,6 +126,7 @@ __all__ = [
     "ModelRetryInterceptor",
     "ModelStreamError",
     "ModelTimeoutError",
+    "OpenAIChatModel",
     "OutputParseError",
     "OverAllState",
     "ReactAgent",

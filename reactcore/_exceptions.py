@@ -12,7 +12,8 @@
      ├── MaxIterationsExceeded     the model kept calling tools past ``max_iterations``
      ├── CallLimitExceeded         a limit hook with ``exit_behavior="error"`` tripped
      ├── RunCancelled              the caller cancelled the run (``run.cancel()``)
-     └── OutputParseError          the final answer does not parse as ``output_type``
+     ├── OutputParseError          the final answer does not parse as ``output_type``
+     └── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
 ``ValueError`` / ``TypeError``: they are bugs in the caller, not run-time failures.
@@ -120,3 +121,8 @@ class RunCancelled(ReactcoreError):
         super().__init__(message)
         self.messages = list(messages)
         self.state = state
+
+
+class ScriptExhaustedError(ReactcoreError, RuntimeError):
+    """Raised by ``ScriptedChatModel`` (a test model) when it gets a request after its last
+    reply."""

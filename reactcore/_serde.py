@@ -163,10 +163,14 @@ def describe_error(exc: BaseException, root: str) -> str:
 
 
 def to_json_text(value: Any) -> str:
-    """A tool's result as text for the model: strings pass through, the rest is JSON."""
+    """A tool's result as text for the model: strings pass through, the rest is JSON.
+
+    A value JSON cannot hold (a set, a datetime, NaN) raises ``TypeError`` /
+    ``ValueError``, which the tool node turns into an error response naming the tool.
+    """
     if isinstance(value, str):
         return value
-    return json.dumps(converter.unstructure(value), ensure_ascii=False)
+    return json.dumps(converter.unstructure(value), ensure_ascii=False, allow_nan=False)
 
 
 # --- the OpenAI chat-completions wire format -------------------------------------------

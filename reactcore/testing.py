@@ -32,30 +32,38 @@ import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import anyio
 import anyio.from_thread
 import attrs
 from anyio.lowlevel import EventLoopToken, current_token
 
+from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
 from ._messages import AssistantMessage
 from ._models.base import ModelChunk, ToolCallDelta, Usage
 from ._models.scripted import ScriptedChatModel as ScriptedChatModel
-from ._models.scripted import ScriptExhaustedError as ScriptExhaustedError
 from ._models.scripted import character_usage as character_usage
 from ._models.scripted import message_chunks as message_chunks
 from ._serde import converter, message_to_wire
 
+if TYPE_CHECKING:
+    import uvicorn
+
 __all__ = [
+    "Exchange",
     "HTTPReply",
     "HangReply",
     "OpenAICompatibleServer",
+    "SSEEvent",
     "SSEReply",
+    "Script",
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "ServerReply",
     "character_usage",
+    "chunk_json",
+    "completion_json",
     "message_chunks",
     "serve_openai_compatible",
 ]
@@ -277,11 +285,16 @@ class SSEReply:
 
 @attrs.frozen
 class HangReply:
-    """Never answers: the request stays open until the client leaves (or the server stops)."""
+    """Never answers: the request stays open until the client leaves (or the server stops).
 
+    ``arrived`` is set when the request has come, ``client_left`` when the client left.
+    """
+
+    arrived: threading.Event = attrs.field(factory=threading.Event, eq=False, repr=False)
     client_left: threading.Event = attrs.field(factory=threading.Event, eq=False, repr=False)
 
     async def respond(self, exchange: Exchange) -> None:
+        self.arrived.set()
         if await exchange.wait_gone():
             self.client_left.set()
 
@@ -415,13 +428,21 @@ def serve_openai_compatible(script: Script) -> Iterator[OpenAICompatibleServer]:
         _wait_ready(app, thread)
         yield server
     finally:
-        app.stop()
-        runner.should_exit = True
-        thread.join(_STOP_TIMEOUT)
+        stopped = _stop(app, runner, thread)
         sock.close()
-        if thread.is_alive():
-            runner.force_exit = True
-            raise RuntimeError("the OpenAI-compatible test server did not stop")
+    if not stopped:  # said only when the block itself did not fail
+        raise RuntimeError("the OpenAI-compatible test server did not stop")
+
+
+def _stop(app: _App, runner: uvicorn.Server, thread: threading.Thread) -> bool:
+    """Stop the server: end hanging replies, let uvicorn shut down; False if it hangs."""
+    app.stop()
+    runner.should_exit = True
+    thread.join(_STOP_TIMEOUT)
+    if thread.is_alive():
+        runner.force_exit = True
+        thread.join(_STOP_TIMEOUT)
+    return not thread.is_alive()
 
 
 def _wait_ready(app: _App, thread: threading.Thread) -> None:

@@ -9,7 +9,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx
@@ -60,8 +60,11 @@ TOOL_REPLY = AssistantMessage(
 )
 
 
+ServerFor = Callable[[Script], OpenAICompatibleServer]
+
+
 @pytest.fixture
-def server_for() -> Iterator[Callable[[Script], OpenAICompatibleServer]]:
+def server_for() -> Iterator[ServerFor]:
     """``server_for(script)`` starts a server that stops when the test ends."""
     with contextlib.ExitStack() as stack:
         yield lambda script: stack.enter_context(serve_openai_compatible(script))
@@ -94,7 +97,7 @@ def assemble(chunks: list[ModelChunk]) -> ModelResponse:
 
 
 @pytest.mark.anyio
-async def test_call_parses_text_tool_calls_and_usage(server_for: Any) -> None:
+async def test_call_parses_text_tool_calls_and_usage(server_for: ServerFor) -> None:
     """A non-streaming answer becomes an AssistantMessage with its tool calls and usage."""
     server = server_for([HTTPReply.completion(TOOL_REPLY, usage=Usage(11, 7, 18))])
     async with model_for(server) as model:
@@ -105,7 +108,7 @@ async def test_call_parses_text_tool_calls_and_usage(server_for: Any) -> None:
 
 
 @pytest.mark.anyio
-async def test_call_sends_the_conversation_tools_and_options(server_for: Any) -> None:
+async def test_call_sends_the_conversation_tools_and_options(server_for: ServerFor) -> None:
     """The JSON sent: system first, echoed tool calls, tool results by id, visible tool
     schemas only, set options only, extra_body merged, the key as a Bearer token."""
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
@@ -166,7 +169,7 @@ async def test_call_sends_the_conversation_tools_and_options(server_for: Any) ->
 
 
 @pytest.mark.anyio
-async def test_call_leaves_out_unset_options_and_empty_tools(server_for: Any) -> None:
+async def test_call_leaves_out_unset_options_and_empty_tools(server_for: ServerFor) -> None:
     """Without tools or options, the body has only the client's model and the messages."""
     server = server_for([HTTPReply.completion("hello")])
     async with model_for(server) as model:
@@ -198,7 +201,7 @@ PARALLEL_CALLS = [
 
 
 @pytest.mark.anyio
-async def test_stream_assembles_split_parallel_tool_calls(server_for: Any) -> None:
+async def test_stream_assembles_split_parallel_tool_calls(server_for: ServerFor) -> None:
     """Ids, names and argument pieces of several calls, interleaved across chunks, come
     out as deltas that assemble into complete calls; usage comes in the last chunk only."""
     server = server_for([SSEReply(PARALLEL_CALLS)])
@@ -268,7 +271,7 @@ VERBATIM = [
 
 
 @pytest.mark.anyio
-async def test_stream_reads_openai_chunks_as_sent(server_for: Any) -> None:
+async def test_stream_reads_openai_chunks_as_sent(server_for: ServerFor) -> None:
     """Chunks exactly as OpenAI sends them (extra fields, role-only and empty deltas,
     usage with details and no choices) parse into one call and its usage."""
     server = server_for([SSEReply(VERBATIM)])
@@ -281,7 +284,7 @@ async def test_stream_reads_openai_chunks_as_sent(server_for: Any) -> None:
 
 
 @pytest.mark.anyio
-async def test_stream_reads_sse_framing(server_for: Any) -> None:
+async def test_stream_reads_sse_framing(server_for: ServerFor) -> None:
     """SSE framing: comments and other fields are skipped, ``data:`` without a space and
     multi-line data are read, and a final ``[DONE]`` without its blank line ends it."""
     first = json.dumps(_openai_chunk({"content": "Hel"}), indent=1).replace("\n", "\ndata: ")
@@ -300,7 +303,7 @@ async def test_stream_reads_sse_framing(server_for: Any) -> None:
 
 
 @pytest.mark.anyio
-async def test_stream_of_a_scripted_message_round_trips(server_for: Any) -> None:
+async def test_stream_of_a_scripted_message_round_trips(server_for: ServerFor) -> None:
     """``SSEReply.of`` splits a message in small pieces; the client assembles it back."""
     server = server_for([SSEReply.of(TOOL_REPLY, usage=Usage(1, 2, 3), chunk_size=3)])
     async with model_for(server) as model:
@@ -313,7 +316,7 @@ async def test_stream_of_a_scripted_message_round_trips(server_for: Any) -> None
 
 
 @pytest.mark.anyio
-async def test_429_waits_at_least_retry_after_then_succeeds(server_for: Any) -> None:
+async def test_429_waits_at_least_retry_after_then_succeeds(server_for: ServerFor) -> None:
     """After a 429 with ``Retry-After: 0.2`` the client waits at least 0.2 s, logs
     ``model_request_retry`` with status and delay, and the retry succeeds."""
     server = server_for(
@@ -337,7 +340,7 @@ async def test_429_waits_at_least_retry_after_then_succeeds(server_for: Any) -> 
 
 
 @pytest.mark.anyio
-async def test_retry_after_ms_is_honoured(server_for: Any) -> None:
+async def test_retry_after_ms_is_honoured(server_for: ServerFor) -> None:
     """``retry-after-ms`` (which takes precedence over ``Retry-After``) is waited out."""
     server = server_for(
         [
@@ -366,7 +369,7 @@ def test_retry_after_reads_seconds_milliseconds_and_dates() -> None:
 
 
 @pytest.mark.anyio
-async def test_retry_after_over_the_cap_fails_fast(server_for: Any) -> None:
+async def test_retry_after_over_the_cap_fails_fast(server_for: ServerFor) -> None:
     """A server asking to wait longer than ``retry_after_cap`` fails at once, with its
     message, instead of sleeping."""
     server = server_for(
@@ -392,7 +395,7 @@ NOT_RETRYABLE = (400, 401, 403, 404, 422)
 
 
 @pytest.mark.anyio
-async def test_retryable_statuses_are_retried(server_for: Any) -> None:
+async def test_retryable_statuses_are_retried(server_for: ServerFor) -> None:
     """408, 409, 429 and 5xx are retried; the next answer is returned."""
     script = [
         r for n in RETRYABLE for r in (HTTPReply.error(n, "again"), HTTPReply.completion(f"{n}"))
@@ -408,7 +411,7 @@ async def test_retryable_statuses_are_retried(server_for: Any) -> None:
 
 @pytest.mark.anyio
 async def test_500s_fail_after_max_retries_with_status_request_id_and_body(
-    server_for: Any,
+    server_for: ServerFor,
 ) -> None:
     """After ``max_retries`` retries of a 500 the error carries the status, the last
     ``x-request-id`` and an excerpt of the body."""
@@ -431,7 +434,7 @@ async def test_500s_fail_after_max_retries_with_status_request_id_and_body(
 
 
 @pytest.mark.anyio
-async def test_other_4xx_are_not_retried(server_for: Any) -> None:
+async def test_other_4xx_are_not_retried(server_for: ServerFor) -> None:
     """A 4xx other than 408/409/429 fails at once: the server saw exactly one request."""
     server = server_for([HTTPReply.error(n, "bad request") for n in NOT_RETRYABLE])
     async with model_for(server) as model:
@@ -443,7 +446,7 @@ async def test_other_4xx_are_not_retried(server_for: Any) -> None:
 
 
 @pytest.mark.anyio
-async def test_stream_is_retried_before_the_answer_starts(server_for: Any) -> None:
+async def test_stream_is_retried_before_the_answer_starts(server_for: ServerFor) -> None:
     """A stream whose request got a 500 is sent again; the second answer is streamed."""
     server = server_for([HTTPReply.error(500, "hiccup"), SSEReply.of("fine")])
     async with model_for(server) as model:
@@ -474,7 +477,7 @@ async def test_connection_refused_is_retried_then_raised() -> None:
 
 
 @pytest.mark.anyio
-async def test_malformed_json_answer_raises_model_error(server_for: Any) -> None:
+async def test_malformed_json_answer_raises_model_error(server_for: ServerFor) -> None:
     """An answer that is not JSON raises a ModelError (and is not retried)."""
     server = server_for([HTTPReply(200, '{"choices": [', content_type="application/json")])
     async with model_for(server) as model:
@@ -484,7 +487,7 @@ async def test_malformed_json_answer_raises_model_error(server_for: Any) -> None
 
 
 @pytest.mark.anyio
-async def test_answer_of_the_wrong_shape_names_the_field(server_for: Any) -> None:
+async def test_answer_of_the_wrong_shape_names_the_field(server_for: ServerFor) -> None:
     """A JSON answer of the wrong shape raises a ModelError saying where it is wrong."""
     payload = {"choices": [{"message": {"role": "assistant", "content": 5}}]}
     server = server_for([HTTPReply.from_json({"choices": []}), HTTPReply.from_json(payload)])
@@ -505,7 +508,7 @@ async def test_answer_of_the_wrong_shape_names_the_field(server_for: Any) -> Non
     ],
 )
 async def test_malformed_stream_event_raises_stream_error(
-    server_for: Any, event: Any, match: str
+    server_for: ServerFor, event: Any, match: str
 ) -> None:
     """An event that is not JSON, has the wrong shape, or is an error raises
     ModelStreamError after the good chunks before it."""
@@ -519,17 +522,19 @@ async def test_malformed_stream_event_raises_stream_error(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("ending", ["cut", "eof"])
-async def test_stream_without_done_raises_stream_error(server_for: Any, ending: str) -> None:
+async def test_stream_without_done_raises_stream_error(
+    server_for: ServerFor, ending: Literal["cut", "eof"]
+) -> None:
     """A stream cut mid-body, or ended cleanly but without ``[DONE]``, raises
     ModelStreamError: the half message is never taken for a whole one."""
-    server = server_for([SSEReply(PARALLEL_CALLS[:5], ending=ending)])  # type: ignore[arg-type]
+    server = server_for([SSEReply(PARALLEL_CALLS[:5], ending=ending)])
     async with model_for(server) as model:
         with pytest.raises(ModelStreamError):
             await stream_all(model, REQUEST)
 
 
 @pytest.mark.anyio
-async def test_hanging_answer_times_out_after_retries(server_for: Any) -> None:
+async def test_hanging_answer_times_out_after_retries(server_for: ServerFor) -> None:
     """A server that never answers makes the client time out; the timeout is retried,
     then raised as ModelTimeoutError."""
     replies = [HangReply(), HangReply()]
@@ -547,7 +552,7 @@ async def test_hanging_answer_times_out_after_retries(server_for: Any) -> None:
 
 
 @pytest.mark.anyio
-async def test_stream_stalling_mid_way_times_out(server_for: Any) -> None:
+async def test_stream_stalling_mid_way_times_out(server_for: ServerFor) -> None:
     """A stream that stops sending after its first chunk raises ModelTimeoutError once
     the read timeout passes (not retried: part of the answer was read)."""
     server = server_for([SSEReply([ModelChunk(text="a")], ending="hang")])
@@ -575,7 +580,9 @@ class Stop(Exception):
 @pytest.mark.anyio
 @pytest.mark.filterwarnings("error::ResourceWarning")
 @pytest.mark.parametrize("how", ["cancel", "break", "raise"])
-async def test_leaving_a_stream_early_closes_its_connection(server_for: Any, how: str) -> None:
+async def test_leaving_a_stream_early_closes_its_connection(
+    server_for: ServerFor, how: str
+) -> None:
     """Leaving a stream mid-way (cancelled, ``break``, or an exception in the block)
     closes the response: no connection stays open in the pool, the server sees the
     client hang up, and no half-run async generator is left behind (trio warns)."""
@@ -602,7 +609,7 @@ async def test_leaving_a_stream_early_closes_its_connection(server_for: Any, how
 
 
 @pytest.mark.anyio
-async def test_a_finished_stream_leaves_its_connection_for_reuse(server_for: Any) -> None:
+async def test_a_finished_stream_leaves_its_connection_for_reuse(server_for: ServerFor) -> None:
     """After ``[DONE]`` the rest of the body is read, so the connection goes back to the
     pool idle and the next request reuses it."""
     server = server_for([SSEReply.of("one"), SSEReply.of("two")])
@@ -616,7 +623,7 @@ async def test_a_finished_stream_leaves_its_connection_for_reuse(server_for: Any
 
 
 @pytest.mark.anyio
-async def test_owned_client_is_closed_given_client_is_not(server_for: Any) -> None:
+async def test_owned_client_is_closed_given_client_is_not(server_for: ServerFor) -> None:
     """The model closes the HTTP client it made, and leaves a given one open."""
     server = server_for([HTTPReply.completion("a"), HTTPReply.completion("b")])
     async with model_for(server) as owning:
@@ -649,7 +656,7 @@ def test_defaults_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.anyio
 async def test_api_key_never_leaks(
-    server_for: Any, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+    server_for: ServerFor, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The key is sent, yet absent from the repr, the error (message, body, repr), the
     structlog events and the stdlib logs (httpx at DEBUG), even when the server echoes it."""
@@ -674,7 +681,7 @@ async def test_api_key_never_leaks(
 
 
 @pytest.mark.anyio
-async def test_errors_share_the_model_error_root(server_for: Any) -> None:
+async def test_errors_share_the_model_error_root(server_for: ServerFor) -> None:
     """Every failure is a ReactcoreError; an exhausted test-server script says so."""
     server = server_for([])
     async with model_for(server, max_retries=0) as model:
@@ -687,7 +694,7 @@ async def test_errors_share_the_model_error_root(server_for: Any) -> None:
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 @pytest.mark.anyio
-async def test_official_openai_sdk_talks_to_the_test_server(server_for: Any) -> None:
+async def test_official_openai_sdk_talks_to_the_test_server(server_for: ServerFor) -> None:
     """The official ``openai`` SDK (asyncio only, hence this test runs on asyncio only)
     reads the test server's answers: whole, and streamed with split tool-call deltas
     and usage, accumulated by the SDK's own stream helper."""
@@ -728,3 +735,31 @@ async def test_official_openai_sdk_talks_to_the_test_server(server_for: Any) -> 
         assert completion.usage is not None
         assert completion.usage.total_tokens == 11
     assert server.requests[1]["stream"] is True
+
+
+# --- the test server itself -----------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_test_server_stops_while_a_request_hangs() -> None:
+    """Leaving the server's block while a request hangs ends that reply and stops the
+    server promptly, instead of waiting for the client."""
+    reply = HangReply()
+    failures: list[BaseException] = []
+
+    async def call(model: OpenAIChatModel) -> None:
+        try:
+            await model.call(REQUEST)
+        except ModelError as exc:
+            failures.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        with serve_openai_compatible([reply]) as server:
+            model = model_for(server, max_retries=0)
+            tg.start_soon(call, model)
+            assert await anyio.to_thread.run_sync(reply.arrived.wait, 5)
+            start = time.monotonic()
+        assert time.monotonic() - start < 5
+    await model.aclose()
+    assert len(failures) == 1
+    assert not reply.client_left.is_set()

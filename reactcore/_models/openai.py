@@ -40,6 +40,7 @@ import anyio
 import attrs
 import httpx
 import structlog
+from anyio.lowlevel import checkpoint
 from cattrs.errors import BaseValidationError
 
 from .._exceptions import ModelError, ModelHTTPError, ModelStreamError, ModelTimeoutError
@@ -253,7 +254,8 @@ def _json(text: str, error: type[ModelError], what: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise error(f"{what} is not valid JSON ({exc}): {text[:200]!r}") from exc
+        # No excerpt: the text is the server's, and nothing it echoes goes into an error.
+        raise error(f"{what} is not valid JSON ({exc}; {len(text)} characters)") from exc
 
 
 def _usage(wire: _WireUsage | None) -> Usage | None:
@@ -400,7 +402,7 @@ def _timeout(value: httpx.Timeout | float | None) -> httpx.Timeout:
     return value if isinstance(value, httpx.Timeout) else httpx.Timeout(value)
 
 
-def _own_client(model: OpenAIChatModel) -> httpx.AsyncClient:
+def _client_for(model: OpenAIChatModel) -> httpx.AsyncClient:
     if model.http_client is not None:
         return model.http_client
     return httpx.AsyncClient(timeout=model.timeout)
@@ -412,9 +414,12 @@ class OpenAIChatModel:
 
     ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` (else the OpenAI API) and
     ``OPENAI_API_KEY``; ``options.model`` in a request overrides ``model``. ``timeout``
-    applies to every request, also through a given ``http_client``. The model owns the
-    HTTP client it makes and closes it in ``aclose()`` (or at the end of ``async with``);
-    a given ``http_client`` is left open for its owner.
+    (an ``httpx.Timeout``, or seconds; ``None`` for none) applies to every request, also
+    through a given ``http_client``. ``max_retries``, ``retry_backoff`` (the first pause)
+    and ``retry_after_cap`` shape the retries described in the module docstring.
+
+    The model owns the HTTP client it makes and closes it in ``aclose()`` (or at the end
+    of ``async with``); a given ``http_client`` is left open for its owner.
     """
 
     model: str
@@ -426,7 +431,7 @@ class OpenAIChatModel:
     retry_backoff: float = attrs.field(default=0.5, kw_only=True)
     http_client: httpx.AsyncClient | None = attrs.field(default=None, kw_only=True, repr=False)
     _client: httpx.AsyncClient = attrs.field(
-        init=False, repr=False, default=attrs.Factory(_own_client, takes_self=True)
+        init=False, repr=False, default=attrs.Factory(_client_for, takes_self=True)
     )
 
     async def __aenter__(self) -> Self:
@@ -439,6 +444,8 @@ class OpenAIChatModel:
         """Close the HTTP client if this model made it; a given one is left open."""
         if self.http_client is None:
             await self._client.aclose()
+        else:
+            await checkpoint()
 
     async def call(self, request: ModelRequest) -> ModelResponse:
         """The model's whole answer to ``request`` (retried as the module says)."""

@@ -22,7 +22,7 @@ from typing import TypeAlias
 import attrs
 from anyio.lowlevel import checkpoint
 
-from .._exceptions import ReactcoreError
+from .._exceptions import ScriptExhaustedError
 from .._messages import AssistantMessage, Message, ToolResponseMessage
 from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, Usage
 
@@ -36,10 +36,6 @@ Reply: TypeAlias = (
 or a callable (sync or async) making the message from the request."""
 
 UsageFn: TypeAlias = Callable[[ModelRequest, AssistantMessage], Usage]
-
-
-class ScriptExhaustedError(ReactcoreError, RuntimeError):
-    """Raised by ``ScriptedChatModel`` when it gets a request after its last reply."""
 
 
 def _message_chars(message: Message) -> int:

@@ -1,0 +1,202 @@
+"""ReactAgent end to end on OpenAIChatModel against a real local OpenAI-compatible server
+(uvicorn on 127.0.0.1): what the agent sends, and what it makes of the answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+
+from reactcore import (
+    AssistantMessage,
+    ModelDelta,
+    OpenAIChatModel,
+    ReactAgent,
+    RunCancelled,
+    RunnableConfig,
+    ToolCall,
+    Usage,
+    tool,
+)
+from reactcore.hooks import ModelCallLimitHook
+from reactcore.interceptors import ModelFallbackInterceptor
+from reactcore.testing import HTTPReply, OpenAICompatibleServer, SSEReply, serve_openai_compatible
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def servers() -> Iterator[Any]:
+    """Start local servers on demand; all are stopped after the test."""
+    stack: list[Any] = []
+
+    def start(script: Any) -> OpenAICompatibleServer:
+        manager = serve_openai_compatible(script)
+        stack.append(manager)
+        return manager.__enter__()
+
+    yield start
+    for manager in reversed(stack):
+        manager.__exit__(None, None, None)
+
+
+def model_on(server: OpenAICompatibleServer, **kwargs: Any) -> OpenAIChatModel:
+    return OpenAIChatModel(
+        "test-model", base_url=server.base_url, api_key="sk-test", retry_backoff=0.01, **kwargs
+    )
+
+
+def calls(*pairs: tuple[str, str, dict[str, Any]]) -> AssistantMessage:
+    return AssistantMessage("", [ToolCall(i, n, json.dumps(a)) for i, n, a in pairs])
+
+
+@tool
+async def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@tool(return_direct=True)
+async def lookup(key: str) -> str:
+    """Look a key up; its value is the answer."""
+    return f"value of {key}"
+
+
+async def test_two_turn_tool_conversation_over_http(servers: Any) -> None:
+    """Streamed tool call, tool run, streamed answer; the second request echoes the
+    assistant's tool_calls and answers them with `tool` messages carrying tool_call_id."""
+    server = servers(
+        [
+            SSEReply.of(calls(("call_1", "weather", {"city": "Oslo"})), usage=Usage(7, 3, 10)),
+            SSEReply.of("It is sunny in Oslo.", usage=Usage(20, 6, 26)),
+        ]
+    )
+    async with model_on(server) as model:
+        agent = ReactAgent("forecaster", model, tools=[weather], system_prompt="Be brief.")
+        result = await agent.invoke("Weather in Oslo?")
+    assert result.text == "It is sunny in Oslo."
+    assert result.usage == Usage(27, 9, 36)
+    first, second = server.requests
+    assert first["stream"] is True
+    assert first["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert first["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "weather",
+                "description": "The weather in a city.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "additionalProperties": False,
+                    "required": ["city"],
+                },
+            },
+        }
+    ]
+    assistant, answer = second["messages"][-2:]
+    assert assistant["role"] == "assistant"
+    assert assistant["tool_calls"] == [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "weather", "arguments": '{"city": "Oslo"}'},
+        }
+    ]
+    assert answer == {"role": "tool", "tool_call_id": "call_1", "content": "sunny in Oslo"}
+
+
+async def test_parallel_tool_calls_over_http(servers: Any) -> None:
+    """Several tool calls in one streamed answer run in parallel and are all answered."""
+    many = calls(*((f"c{i}", "weather", {"city": f"city{i}"}) for i in range(3)))
+    server = servers([SSEReply.of(many, chunk_size=2), SSEReply.of("done")])
+    async with model_on(server) as model:
+        agent = ReactAgent("a", model, tools=[weather], parallel_tool_execution=True)
+        result = await agent.invoke("go")
+    tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["c0", "c1", "c2"]
+    assert [m["content"] for m in tool_messages] == [f"sunny in city{i}" for i in range(3)]
+    assert result.text == "done"
+
+
+async def test_return_direct_over_http(servers: Any) -> None:
+    """A return_direct tool ends the run: one model request, the tool's text as answer."""
+    server = servers([SSEReply.of(calls(("c", "lookup", {"key": "k"})))])
+    async with model_on(server) as model:
+        result = await ReactAgent("a", model, tools=[lookup]).invoke("go")
+    assert result.text == "value of k"
+    assert len(server.requests) == 1
+
+
+@attrs.frozen
+class Forecast:
+    city: str
+    temperature: int
+
+
+async def test_structured_output_without_streaming(servers: Any) -> None:
+    """With `_stream_: False` the agent makes one non-streaming request and parses the
+    JSON answer into output_type."""
+    server = servers([HTTPReply.completion('{"city": "Oslo", "temperature": 4}')])
+    async with model_on(server) as model:
+        agent = ReactAgent("a", model, output_type=Forecast)
+        result = await agent.invoke("forecast", RunnableConfig(metadata={"_stream_": False}))
+    assert result.output == Forecast("Oslo", 4)
+    assert "stream" not in server.requests[0] or server.requests[0]["stream"] is False
+    assert '"temperature"' in server.requests[0]["messages"][-1]["content"]
+
+
+async def test_model_call_limit_over_http(servers: Any) -> None:
+    """The model-call limit ends the run without another request."""
+    server = servers([SSEReply.of(calls(("c", "weather", {"city": "x"})))])
+    async with model_on(server) as model:
+        agent = ReactAgent("a", model, tools=[weather], hooks=[ModelCallLimitHook(run_limit=1)])
+        result = await agent.invoke("go")
+    assert result.text.startswith("Model call limits exceeded")
+    assert len(server.requests) == 1
+
+
+async def test_retry_after_then_success(servers: Any) -> None:
+    """A 429 with Retry-After is retried after the pause, then the answer is used."""
+    server = servers(
+        [HTTPReply.error(429, "slow down", headers={"Retry-After": "0.1"}), SSEReply.of("ok")]
+    )
+    async with model_on(server) as model:
+        result = await ReactAgent("a", model).invoke("go")
+    assert result.text == "ok"
+    assert len(server.requests) == 2
+
+
+async def test_fallback_to_a_second_endpoint(servers: Any) -> None:
+    """A primary that fails for good (500 after its retries) falls back to another
+    endpoint's model."""
+    primary = servers([HTTPReply.error(500, "down")] * 3)
+    backup = servers([SSEReply.of("from backup")])
+    async with model_on(primary, max_retries=2) as first, model_on(backup) as second:
+        agent = ReactAgent("a", first, interceptors=[ModelFallbackInterceptor([second])])
+        result = await agent.invoke("go")
+    assert result.text == "from backup"
+    assert len(primary.requests) == 3
+    assert len(backup.requests) == 1
+
+
+async def test_cancelling_a_run_mid_stream_leaves_no_open_connection(servers: Any) -> None:
+    """Cancelling the run while the model streams closes the HTTP response: no connection
+    stays open in the client's pool, and the server sees the client leave."""
+    reply = SSEReply([*SSEReply.of("partial answer").events[:2]], ending="hang")
+    server = servers([reply])
+    async with httpx.AsyncClient() as client:
+        model = model_on(server, http_client=client)
+        async with ReactAgent("a", model).start("go") as run, run.events() as events:
+            async for event in events:
+                if isinstance(event, ModelDelta):
+                    run.cancel()
+            with pytest.raises(RunCancelled):
+                await run.result()
+        pool = client._transport._pool  # type: ignore[attr-defined]
+        assert [c for c in pool.connections if not c.is_closed()] == []
+    assert reply.client_left.wait(5)
