@@ -75,7 +75,10 @@ def travel_model(request: ModelRequest) -> AssistantMessage:
         found = "; ".join(f"{r.name}: {r.response_data}" for r in last.responses)
         return AssistantMessage(f"Here is what I found. {found}")
     city = json.dumps({"city": last.text})
-    calls = [ToolCall("call_weather", "weather", city), ToolCall("call_hotels", "find_hotels", city)]
+    calls = [
+        ToolCall("call_weather", "weather", city),
+        ToolCall("call_hotels", "find_hotels", city),
+    ]
     return AssistantMessage("", calls)
 
 
@@ -84,9 +87,7 @@ def travel_agent() -> ReactAgent:
     # A ScriptedChatModel answers a fixed number of requests (and keeps each one), so
     # every run gets its own; an agent on a real model would serve all the runs.
     model = ScriptedChatModel([travel_model, travel_model])
-    return ReactAgent(
-        "travel", model, tools=[weather, find_hotels], parallel_tool_execution=True
-    )
+    return ReactAgent("travel", model, tools=[weather, find_hotels], parallel_tool_execution=True)
 
 
 # --- the runs -------------------------------------------------------------------------

@@ -6,10 +6,10 @@ JSON following that class's schema, and ``result.output`` is the parsed object.
 
 from __future__ import annotations
 
-import attrs
 import anyio
+import attrs
 
-from reactcore import OutputParseError, ReactAgent
+from reactcore import OutputParseError, ReactAgent, UserMessage
 from reactcore.testing import ScriptedChatModel
 
 
@@ -29,8 +29,9 @@ async def main() -> None:
     trip: Trip = result.output
     print(f"output: {trip!r}")
     print(f"{trip.days} days in {trip.city}: {', '.join(trip.highlights)}")
-    asked = model.requests[0].messages[-1].text
-    print("the model was asked:", *asked.splitlines(), sep="\n  ")
+    asked = model.requests[0].messages[-1]
+    assert isinstance(asked, UserMessage)
+    print("the model was asked:", *asked.text.splitlines(), sep="\n  ")
 
     # An answer that does not fit the class fails, naming what is wrong.
     model = ScriptedChatModel(['{"city": "Lisbon", "days": "three", "highlights": []}'])

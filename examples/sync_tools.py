@@ -1,6 +1,6 @@
 """Blocking (sync) tools in parallel mode: each call runs in a worker thread, so their
 blocking work overlaps. A call past its timeout is abandoned: the run goes on at once,
-and the thread stops at its next ``check_cancelled()``. About 1.5 s.
+and the thread stops at its next ``check_cancelled()``. It takes about a second.
 
     python examples/sync_tools.py [asyncio|trio]
 """
@@ -61,9 +61,7 @@ async def main() -> None:
         ToolCall("c3", "scan_archive"),
     ]
     model = ScriptedChatModel([AssistantMessage("", calls), "Checksums done; the scan timed out."])
-    agent = ReactAgent(
-        "files", model, tools=[checksum, scan_archive], parallel_tool_execution=True
-    )
+    agent = ReactAgent("files", model, tools=[checksum, scan_archive], parallel_tool_execution=True)
     start = time.perf_counter()
     print(f"the event loop runs in thread {threading.get_native_id()}")
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import signal
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import Any
 
 import trio
+from asyncio_service import create_app  # this file's directory is on sys.path
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from starlette.applications import Starlette
-
-from asyncio_service import create_app  # this file's directory is on sys.path
 
 
 async def serve_app(
@@ -30,7 +30,8 @@ async def serve_app(
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
     async with trio.open_nursery() as nursery:
-        start = partial(serve, app, config, shutdown_trigger=shutdown_trigger)
+        asgi: Any = app  # hypercorn's ASGI types are narrower than Starlette's
+        start = partial(serve, asgi, config, shutdown_trigger=shutdown_trigger)
         urls: list[str] = await nursery.start(start)
         task_status.started(urls[0])
 

@@ -23,6 +23,7 @@ import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ._events import TERMINAL, Event
+from ._exceptions import RunCancelled
 from ._result import AgentResult
 from ._scheduler import Job
 
@@ -117,6 +118,19 @@ class AgentRun:
     def done(self) -> bool:
         """Whether the run has ended (finished, failed, cancelled or interrupted)."""
         return self._done.is_set()
+
+    @property
+    def status(self) -> str:
+        """``"running"``, then ``"finished"``, ``"interrupted"``, ``"cancelled"`` or ``"failed"``."""
+        if not self.done:
+            return "running"
+        if self._result is not None:
+            return self._result.status
+        return "cancelled" if isinstance(self._error, RunCancelled) else "failed"
+
+    async def wait(self) -> None:
+        """Wait for the run's end, whatever it is, without raising its error."""
+        await self._done.wait()
 
     async def result(self) -> AgentResult:
         """Wait for the run's end: its result, or the error that ended it, raised as itself."""

@@ -75,6 +75,7 @@ async def test_event_order_of_a_tool_turn() -> None:
     ]
     assert isinstance(events[-1], RunFinished)
     assert events[-1].result == result
+    assert run.status == "finished"
     assert [e.iteration for e in events if isinstance(e, ModelCallStarted)] == [0, 1]
     started = next(e for e in events if isinstance(e, ToolCallStarted))
     assert (started.call_id, started.name, started.arguments) == ("c1", "quick", '{"x": 1}')
@@ -198,6 +199,8 @@ async def test_cancel_the_run_keeps_finished_tool_responses() -> None:
             await run.result()
     assert isinstance(last, RunFailed)
     assert isinstance(last.error, RunCancelled)
+    await run.wait()  # never raises
+    assert run.status == "cancelled"
     partial = info.value.messages[-1]
     assert isinstance(partial, ToolResponseMessage)
     assert [(r.id, r.response_data) for r in partial.responses] == [("q", "5")]

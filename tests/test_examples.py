@@ -1,0 +1,307 @@
+"""The examples work as their docstrings say: the services over real HTTP (asyncio with
+uvicorn, trio with hypercorn), and the scripts run as a user would run them."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing, asynccontextmanager
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+import anyio
+import anyio.to_thread
+import attrs
+import httpx
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+
+from reactcore import AssistantMessage, ToolCall, Usage
+from reactcore.testing import HTTPReply, SSEReply, serve_openai_compatible
+
+pytestmark = pytest.mark.anyio
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+OPENAI_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "REACTCORE_MODEL")
+
+
+@pytest.fixture
+def example(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], ModuleType]:
+    """Imports an example module by name, with examples/ on sys.path as for a script."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    return importlib.import_module
+
+
+def run_example(
+    name: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ if env is None else env, PYTHONIOENCODING="utf-8")
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py"), *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=60,
+    )
+
+
+# --- a client of the service ----------------------------------------------------------
+
+
+@attrs.define
+class EventReader:
+    """Reads a run's server-sent events one at a time; ``seen`` names those read."""
+
+    lines: AsyncIterator[str]
+    seen: list[str] = attrs.Factory(list)
+
+    async def next(self) -> tuple[str, Any] | None:
+        """The next event's name and data; None once the stream has ended."""
+        name, data = None, None
+        async for line in self.lines:
+            if line.startswith("event: "):
+                name = line.removeprefix("event: ")
+            elif line.startswith("data: "):
+                data = json.loads(line.removeprefix("data: "))
+            elif not line and name is not None:
+                self.seen.append(name)
+                return name, data
+        return None
+
+    async def until(self, kind: str, /, **fields: Any) -> Any:
+        """The data of the next ``kind`` event having ``fields``."""
+        while (got := await self.next()) is not None:
+            event, data = got
+            if event == kind and fields.items() <= data.items():
+                return data
+        raise AssertionError(f"the event stream ended before {kind}, after {self.seen}")
+
+    async def rest(self) -> list[str]:
+        """The names of the events left until the stream ends."""
+        before = len(self.seen)
+        while await self.next() is not None:
+            pass
+        return self.seen[before:]
+
+
+@asynccontextmanager
+async def read_events(client: httpx.AsyncClient, run_id: str) -> AsyncIterator[EventReader]:
+    async with (
+        client.stream("GET", f"/runs/{run_id}/events") as response,
+        aclosing(cast("AsyncGenerator[str, None]", response.aiter_lines())) as lines,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        yield EventReader(lines)
+
+
+async def start_run(client: httpx.AsyncClient, city: str) -> str:
+    response = await client.post("/runs", json={"input": city})
+    assert response.status_code == 201, response.text
+    run_id: str = response.json()["run_id"]
+    return run_id
+
+
+async def run_status(client: httpx.AsyncClient, run_id: str) -> Any:
+    return (await client.get(f"/runs/{run_id}")).json()
+
+
+async def exercise_service(base_url: str) -> str:
+    """Drive the service as a client would; the id of the run left going at the end."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as client:
+        # One slow call cancelled: the run goes on, and the model is told why.
+        run_id = await start_run(client, "Lisbon")
+        async with read_events(client, run_id) as events:
+            started = await events.until("ToolCallStarted", name="find_hotels")
+            cancel_url = f"/runs/{run_id}/tools/{started['call_id']}/cancel"
+            response = await client.post(cancel_url, params={"reason": "too slow"})
+            assert response.json() == {"cancelled": True}
+            cancelled = await events.until("ToolCallCancelled")
+            finished = await events.until("RunFinished")
+            assert await events.rest() == []  # the last event ends the stream
+        assert cancelled == {
+            "call_id": started["call_id"],
+            "name": "find_hotels",
+            "reason": "too slow",
+        }
+        assert "ToolCallFinished" in events.seen  # the weather call, which went on
+        text = finished["text"]
+        assert "weather: sunny, 24 °C in Lisbon" in text
+        assert "find_hotels: Error: Tool execution was cancelled by the caller: too slow" in text
+        assert (await client.post(cancel_url)).json() == {"cancelled": False}
+        assert await run_status(client, run_id) == {
+            "run_id": run_id,
+            "status": "finished",
+            "text": text,
+            "error": None,
+        }
+
+        # The whole run cancelled: its events end with RunFailed.
+        run_id = await start_run(client, "Oslo")
+        async with read_events(client, run_id) as events:
+            await events.until("ToolCallStarted", name="find_hotels")
+            assert (await client.delete(f"/runs/{run_id}")).json() == {"cancelled": True}
+            failed = await events.until("RunFailed")
+            assert await events.rest() == []
+        assert failed["error"] == "RunCancelled"
+        assert (await run_status(client, run_id))["status"] == "cancelled"
+
+        # A run still going (its reader gone) when the server stops.
+        run_id = await start_run(client, "Rome")
+        async with read_events(client, run_id) as events:
+            await events.until("ToolCallStarted", name="find_hotels")
+        assert (await run_status(client, run_id))["status"] == "running"
+        assert (await client.get("/runs/nope")).status_code == 404
+    return run_id
+
+
+def assert_no_run_left(app: Starlette, left_running: str) -> None:
+    runs = app.state.runs
+    assert runs.closed, "the lifespan's task group has not exited"
+    assert runs.live == 0, f"{runs.live} run task(s) outlived the server"
+    assert runs.records[left_running].run.done
+
+
+@asynccontextmanager
+async def uvicorn_in_thread(app: Starlette) -> AsyncIterator[str]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 (a free port) in a thread with its own
+    asyncio loop; the server has stopped, lifespan included, when the block ends."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # clients may connect at once; uvicorn accepts after its startup
+    config = uvicorn.Config(
+        app, loop="asyncio", http="h11", lifespan="on", log_config=None, access_log=False
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await anyio.to_thread.run_sync(thread.join, 15)
+        sock.close()
+    assert not thread.is_alive(), "uvicorn did not stop"
+
+
+# --- the services ---------------------------------------------------------------------
+
+
+async def test_asyncio_service_over_http(example: Callable[[str], ModuleType]) -> None:
+    """asyncio_service under uvicorn (in a thread, on asyncio: uvicorn pins it; the client
+    runs on each backend): cancelling the slow tool call over HTTP lets the run finish
+    with the model told of the cancellation; DELETE ends a run with RunFailed; a run
+    still going when the server stops is cancelled by the lifespan, and no run task is
+    left."""
+    app = example("asyncio_service").create_app()
+    with anyio.fail_after(20):
+        async with uvicorn_in_thread(app) as url:
+            left_running = await exercise_service(url)
+    assert_no_run_left(app, left_running)
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_trio_service_over_http(
+    example: Callable[[str], ModuleType], anyio_backend: str
+) -> None:
+    """trio_service: the same app served by hypercorn's trio worker (trio only), in this
+    test's loop, passes the same HTTP scenario and stops as cleanly."""
+    serve_app = example("trio_service").serve_app
+    app = example("asyncio_service").create_app()
+    stop = anyio.Event()
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            url = await tg.start(partial(serve_app, app, 0, shutdown_trigger=stop.wait))
+            left_running = await exercise_service(url)
+            stop.set()
+    assert_no_run_left(app, left_running)
+
+
+# --- the scripts ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_sync_tools(backend: str) -> None:
+    """sync_tools: the blocking checksums run at once in two worker threads (not the
+    loop's), the scan times out after 1 s without the run waiting 30 s, and its
+    abandoned thread then stops at its next check_cancelled()."""
+    done = run_example("sync_tools", backend)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    loop_thread = re.search(r"the event loop runs in thread (\d+)", out)
+    workers = re.findall(r"\.csv: [0-9a-f]{8} \(computed in thread (\d+)\)", out)
+    assert loop_thread is not None and len(workers) == 2, out
+    assert len({loop_thread[1], *workers}) == 3, out
+    assert "timed out c3 scan_archive after 1 s" in out
+    assert "c3: Error: Tool execution timed out after 1s (tool 'scan_archive')" in out
+    took = re.search(r"run: ([\d.]+) s", out)
+    assert took is not None and 1.0 <= float(took[1]) < 10, out
+    assert out.index("timed out c3") < out.index("the abandoned scan thread has stopped")
+
+
+def test_structured_output() -> None:
+    """structured_output: the JSON answer (in a code fence) comes back as a Trip; an
+    answer that does not fit raises OutputParseError naming the field."""
+    done = run_example("structured_output")
+    assert done.returncode == 0, done.stderr
+    assert "output: Trip(city='Lisbon', days=3, highlights=['Alfama', 'Belém'])" in done.stdout
+    assert "3 days in Lisbon: Alfama, Belém" in done.stdout
+    assert "Answer with JSON only, following this JSON Schema:" in done.stdout
+    assert "OutputParseError: " in done.stdout and "@ output.days" in done.stdout
+
+
+def openai_env(**values: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in OPENAI_ENV}
+    return env | values
+
+
+def test_openai_compatible_against_a_local_server() -> None:
+    """openai_compatible, configured by env vars to a local OpenAI-compatible server:
+    the model it names calls multiply, the tool's result goes back, and the answer is
+    printed."""
+    call = ToolCall("call_1", "multiply", '{"a": 17, "b": 23}')
+    script = [
+        SSEReply.of(AssistantMessage("", [call]), usage=Usage(20, 10, 30)),
+        SSEReply.of("17 times 23 is 391.", usage=Usage(40, 8, 48)),
+    ]
+    with serve_openai_compatible(script) as server:
+        env = openai_env(
+            OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test", REACTCORE_MODEL="m-1"
+        )
+        done = run_example("openai_compatible", env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["17 times 23 is 391.", "(2 model calls, 78 tokens)"]
+    assert [r["model"] for r in server.requests] == ["m-1", "m-1"]
+    assert server.request_headers[0]["authorization"] == "Bearer sk-test"
+    tool_answer = server.requests[1]["messages"][-1]
+    assert tool_answer == {"role": "tool", "tool_call_id": "call_1", "content": "391"}
+
+
+def test_openai_compatible_model_error() -> None:
+    """openai_compatible: an error from the endpoint is one line on stderr and exit 1."""
+    with serve_openai_compatible([HTTPReply.error(401, "invalid api key")]) as server:
+        env = openai_env(OPENAI_BASE_URL=server.base_url, REACTCORE_MODEL="m-1")
+        done = run_example("openai_compatible", env=env)
+    assert done.returncode == 1
+    assert done.stderr.startswith("the model failed: HTTP 401")
+    assert "invalid api key" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_openai_compatible_unconfigured() -> None:
+    """openai_compatible with none of its env vars: one line saying what to set, exit 2."""
+    done = run_example("openai_compatible", env=openai_env())
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "REACTCORE_MODEL" in done.stderr and "OPENAI_API_KEY" in done.stderr
