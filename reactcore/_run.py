@@ -121,7 +121,7 @@ class AgentRun:
 
     @property
     def status(self) -> str:
-        """``"running"``, then ``"finished"``, ``"interrupted"``, ``"cancelled"`` or ``"failed"``."""
+        """``"running"``; then ``"finished"``, ``"interrupted"``, ``"cancelled"``, ``"failed"``."""
         if not self.done:
             return "running"
         if self._result is not None:
