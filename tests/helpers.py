@@ -34,3 +34,8 @@ def live_tasks() -> int:
     import asyncio
 
     return len([t for t in asyncio.all_tasks() if not t.done()])
+
+
+def asks(*calls: tuple[str, str, dict[str, Any]]) -> AssistantMessage:
+    """A model answer asking for tool calls given as (id, name, arguments)."""
+    return AssistantMessage("", [ToolCall(i, n, json.dumps(a)) for i, n, a in calls])

@@ -12,7 +12,6 @@ import pytest
 
 from reactcore import (
     AgentResult,
-    AssistantMessage,
     MaxIterationsExceeded,
     ModelHandler,
     ModelHTTPError,
@@ -21,7 +20,6 @@ from reactcore import (
     OverAllState,
     ReactAgent,
     RunnableConfig,
-    ToolCall,
     ToolContext,
     ToolResponseMessage,
     Usage,
@@ -29,12 +27,9 @@ from reactcore import (
     tool,
 )
 from reactcore._models.scripted import ScriptedChatModel
+from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio
-
-
-def calls(*pairs: tuple[str, str, dict[str, Any]]) -> AssistantMessage:
-    return AssistantMessage("", [ToolCall(i, n, json.dumps(a)) for i, n, a in pairs])
 
 
 @tool
@@ -53,7 +48,7 @@ async def test_two_turn_tool_conversation() -> None:
     """The model calls a tool, sees its answer, then answers; the result has the final
     text, the whole conversation, the model-call count and the summed usage."""
     model = ScriptedChatModel(
-        [calls(("c1", "weather", {"city": "Oslo"})), "It is sunny in Oslo."],
+        [asks(("c1", "weather", {"city": "Oslo"})), "It is sunny in Oslo."],
         usage=Usage(10, 5, 15),
     )
     agent = ReactAgent("forecaster", model, tools=[weather])
@@ -91,12 +86,12 @@ async def test_input_forms(given: Any) -> None:
 async def test_return_direct_ends_after_the_tools(parallel: bool) -> None:
     """When every called tool is return_direct the run ends after the tools: one response
     is the final text; several are a JSON array. The model is called once."""
-    model = ScriptedChatModel([calls(("1", "lookup", {"key": "a"}))])
+    model = ScriptedChatModel([asks(("1", "lookup", {"key": "a"}))])
     agent = ReactAgent("a", model, tools=[lookup], parallel_tool_execution=parallel)
     result = await agent.invoke("go")
     assert result.text == "value of a"
     assert result.model_calls == 1
-    model = ScriptedChatModel([calls(("1", "lookup", {"key": "a"}), ("2", "lookup", {"key": "b"}))])
+    model = ScriptedChatModel([asks(("1", "lookup", {"key": "a"}), ("2", "lookup", {"key": "b"}))])
     agent = ReactAgent("a", model, tools=[lookup], parallel_tool_execution=parallel)
     result = await agent.invoke("go")
     assert json.loads(result.text) == ["value of a", "value of b"]
@@ -106,7 +101,7 @@ async def test_return_direct_ends_after_the_tools(parallel: bool) -> None:
 async def test_mixed_return_direct_goes_back_to_the_model() -> None:
     """With a non-return_direct tool in the batch, the model is called again."""
     model = ScriptedChatModel(
-        [calls(("1", "lookup", {"key": "a"}), ("2", "weather", {"city": "x"})), "done"]
+        [asks(("1", "lookup", {"key": "a"}), ("2", "weather", {"city": "x"})), "done"]
     )
     result = await ReactAgent("a", model, tools=[lookup, weather]).invoke("go")
     assert result.text == "done"
@@ -115,7 +110,7 @@ async def test_mixed_return_direct_goes_back_to_the_model() -> None:
 
 async def test_max_iterations_raises_with_the_conversation() -> None:
     """A model that never stops calling tools trips max_iterations (raised as itself)."""
-    model = ScriptedChatModel([calls((str(i), "weather", {"city": "x"})) for i in range(10)])
+    model = ScriptedChatModel([asks((str(i), "weather", {"city": "x"})) for i in range(10)])
     agent = ReactAgent("a", model, tools=[weather], max_iterations=3)
     with pytest.raises(MaxIterationsExceeded) as info:
         await agent.invoke("loop")
@@ -125,7 +120,7 @@ async def test_max_iterations_raises_with_the_conversation() -> None:
 
 async def test_max_iterations_none_disables_the_cap() -> None:
     """max_iterations=None lets the loop go on until the model answers."""
-    script: list[Any] = [calls((str(i), "weather", {"city": "x"})) for i in range(30)]
+    script: list[Any] = [asks((str(i), "weather", {"city": "x"})) for i in range(30)]
     model = ScriptedChatModel([*script, "finally"])
     result = await ReactAgent("a", model, tools=[weather], max_iterations=None).invoke("go")
     assert result.text == "finally"
@@ -173,7 +168,7 @@ def test_construction_errors() -> None:
 
 async def test_no_tools_means_no_tool_node() -> None:
     """Without tools there is no tool node: an answer with tool calls ends the run."""
-    agent = ReactAgent("a", ScriptedChatModel([calls(("1", "ghost", {}))]))
+    agent = ReactAgent("a", ScriptedChatModel([asks(("1", "ghost", {}))]))
     assert agent.tool_node is None
     result = await agent.invoke("x")
     assert result.model_calls == 1
@@ -201,7 +196,7 @@ async def test_hooks_run_at_their_positions_and_update_state() -> None:
             seen.append("after_agent")
             return {"ended": state["started"]}
 
-    model = ScriptedChatModel([calls(("1", "weather", {"city": "x"})), "done"])
+    model = ScriptedChatModel([asks(("1", "weather", {"city": "x"})), "done"])
     result = await ReactAgent("a", model, tools=[weather], hooks=[Trace()]).invoke("x")
     assert seen == [
         "before_agent",
@@ -228,7 +223,7 @@ async def test_dynamic_tool_from_model_interceptor_runs_in_tool_node() -> None:
                 attrs.evolve(request, tools=(*request.tools, "secret"), dynamic_tools=(secret,))
             )
 
-    model = ScriptedChatModel([calls(("1", "secret", {})), "ok"])
+    model = ScriptedChatModel([asks(("1", "secret", {})), "ok"])
     agent = ReactAgent("a", model, tools=[weather], interceptors=[AddTool()])
     result = await agent.invoke("x")
     assert result.messages[2].responses[0].response_data == "from a dynamic tool"
@@ -243,7 +238,7 @@ async def test_tool_state_updates_and_tool_context_reach_the_result() -> None:
         ctx.update["user"] = ctx.tool_context["user"]
         return "ok"
 
-    model = ScriptedChatModel([calls(("1", "remember", {})), "done"])
+    model = ScriptedChatModel([asks(("1", "remember", {})), "done"])
     agent = ReactAgent("a", model, tools=[remember], tool_context={"user": "ada"})
     result = await agent.invoke("x")
     assert result.state["user"] == "ada"
@@ -264,7 +259,7 @@ async def test_parallel_tools_through_the_agent() -> None:
             await all_in.wait()
         return "met"
 
-    model = ScriptedChatModel([calls(*((str(i), "meet", {}) for i in range(3))), "done"])
+    model = ScriptedChatModel([asks(*((str(i), "meet", {}) for i in range(3))), "done"])
     agent = ReactAgent("a", model, tools=[meet], parallel_tool_execution=True)
     result = await agent.invoke("x")
     assert [r.response_data for r in result.messages[2].responses] == ["met"] * 3

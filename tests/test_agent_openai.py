@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,19 +11,18 @@ import httpx
 import pytest
 
 from reactcore import (
-    AssistantMessage,
     ModelDelta,
     OpenAIChatModel,
     ReactAgent,
     RunCancelled,
     RunnableConfig,
-    ToolCall,
     Usage,
     tool,
 )
 from reactcore.hooks import ModelCallLimitHook
 from reactcore.interceptors import ModelFallbackInterceptor
 from reactcore.testing import HTTPReply, OpenAICompatibleServer, SSEReply, serve_openai_compatible
+from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio
 
@@ -50,10 +48,6 @@ def model_on(server: OpenAICompatibleServer, **kwargs: Any) -> OpenAIChatModel:
     )
 
 
-def calls(*pairs: tuple[str, str, dict[str, Any]]) -> AssistantMessage:
-    return AssistantMessage("", [ToolCall(i, n, json.dumps(a)) for i, n, a in pairs])
-
-
 @tool
 async def weather(city: str) -> str:
     """The weather in a city."""
@@ -71,7 +65,7 @@ async def test_two_turn_tool_conversation_over_http(servers: Any) -> None:
     assistant's tool_calls and answers them with `tool` messages carrying tool_call_id."""
     server = servers(
         [
-            SSEReply.of(calls(("call_1", "weather", {"city": "Oslo"})), usage=Usage(7, 3, 10)),
+            SSEReply.of(asks(("call_1", "weather", {"city": "Oslo"})), usage=Usage(7, 3, 10)),
             SSEReply.of("It is sunny in Oslo.", usage=Usage(20, 6, 26)),
         ]
     )
@@ -112,7 +106,7 @@ async def test_two_turn_tool_conversation_over_http(servers: Any) -> None:
 
 async def test_parallel_tool_calls_over_http(servers: Any) -> None:
     """Several tool calls in one streamed answer run in parallel and are all answered."""
-    many = calls(*((f"c{i}", "weather", {"city": f"city{i}"}) for i in range(3)))
+    many = asks(*((f"c{i}", "weather", {"city": f"city{i}"}) for i in range(3)))
     server = servers([SSEReply.of(many, chunk_size=2), SSEReply.of("done")])
     async with model_on(server) as model:
         agent = ReactAgent("a", model, tools=[weather], parallel_tool_execution=True)
@@ -125,7 +119,7 @@ async def test_parallel_tool_calls_over_http(servers: Any) -> None:
 
 async def test_return_direct_over_http(servers: Any) -> None:
     """A return_direct tool ends the run: one model request, the tool's text as answer."""
-    server = servers([SSEReply.of(calls(("c", "lookup", {"key": "k"})))])
+    server = servers([SSEReply.of(asks(("c", "lookup", {"key": "k"})))])
     async with model_on(server) as model:
         result = await ReactAgent("a", model, tools=[lookup]).invoke("go")
     assert result.text == "value of k"
@@ -152,7 +146,7 @@ async def test_structured_output_without_streaming(servers: Any) -> None:
 
 async def test_model_call_limit_over_http(servers: Any) -> None:
     """The model-call limit ends the run without another request."""
-    server = servers([SSEReply.of(calls(("c", "weather", {"city": "x"})))])
+    server = servers([SSEReply.of(asks(("c", "weather", {"city": "x"})))])
     async with model_on(server) as model:
         agent = ReactAgent("a", model, tools=[weather], hooks=[ModelCallLimitHook(run_limit=1)])
         result = await agent.invoke("go")

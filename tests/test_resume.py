@@ -24,7 +24,6 @@ from reactcore import (
     RunCancelled,
     RunInterrupted,
     RunnableConfig,
-    ToolCall,
     ToolCallFinished,
     ToolContext,
     ToolResponseMessage,
@@ -33,12 +32,9 @@ from reactcore import (
 )
 from reactcore._models.scripted import ScriptedChatModel
 from reactcore.hooks import HumanInTheLoopHook
+from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio
-
-
-def calls(*pairs: tuple[str, str, dict[str, Any]]) -> AssistantMessage:
-    return AssistantMessage("", [ToolCall(i, n, json.dumps(a)) for i, n, a in pairs])
 
 
 @tool
@@ -83,7 +79,7 @@ def turn_model(plan: list[list[str]]) -> ScriptedChatModel:
         turns = sum(isinstance(m, ToolResponseMessage) for m in request.messages)
         if turns >= len(plan):
             return AssistantMessage("all done")
-        return calls(*((f"t{turns}-{n}", n, {}) for n in plan[turns]))
+        return asks(*((f"t{turns}-{n}", n, {}) for n in plan[turns]))
 
     return ScriptedChatModel([reply] * 50)
 
@@ -114,7 +110,7 @@ async def test_new_input_on_unfinished_thread_names_the_pending_calls() -> None:
         await anyio.sleep(30)
         return "x"
 
-    model = ScriptedChatModel([calls(("h1", "hang", {})), "done"])
+    model = ScriptedChatModel([asks(("h1", "hang", {})), "done"])
     agent = ReactAgent("a", model, tools=[hang, *recording_tools(done)], saver=MemorySaver())
     config = RunnableConfig(thread_id="t")
     async with agent.start("go", config) as run, run.events() as events:
@@ -197,7 +193,7 @@ async def test_interrupt_then_approve_runs_all_calls_once() -> None:
     """A listed tool pauses the run before any call of the batch runs; approving runs it
     and the calls that needed no approval, once."""
     model = ScriptedChatModel(
-        [calls(("m", "send_email", {"to": "ada"}), ("q", "quick", {"x": 1})), "sent"]
+        [asks(("m", "send_email", {"to": "ada"}), ("q", "quick", {"x": 1})), "sent"]
     )
     agent = hitl_agent(model)
     config = RunnableConfig(thread_id="h")
@@ -219,7 +215,7 @@ async def test_edit_reject_and_left_out_calls() -> None:
     answers the model with an error; calls left out interrupt again."""
     model = ScriptedChatModel(
         [
-            calls(
+            asks(
                 ("e1", "send_email", {"to": "ada"}),
                 ("e2", "send_email", {"to": "bob"}),
                 ("e3", "send_email", {"to": "eve"}),
@@ -252,7 +248,7 @@ async def test_edit_reject_and_left_out_calls() -> None:
 async def test_tool_call_finished_after_its_checkpoint() -> None:
     """With a saver, ToolCallFinished is sent after that call's checkpoint is written."""
     saver = MemorySaver()
-    model = ScriptedChatModel([calls(("q", "quick", {"x": 1})), "done"])
+    model = ScriptedChatModel([asks(("q", "quick", {"x": 1})), "done"])
     agent = ReactAgent("a", model, tools=[quick], saver=saver)
     config = RunnableConfig(thread_id="c")
     async with agent.start("go", config) as run, run.events() as events:

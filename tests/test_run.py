@@ -3,10 +3,8 @@ run, leaving early, and the events policy (backpressure, never blocked by a gone
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from typing import Any
 
 import anyio
 import pytest
@@ -23,7 +21,6 @@ from reactcore import (
     RunFailed,
     RunFinished,
     StateUpdated,
-    ToolCall,
     ToolCallCancelled,
     ToolCallFinished,
     ToolCallStarted,
@@ -33,13 +30,9 @@ from reactcore import (
     tool,
 )
 from reactcore._models.scripted import ScriptedChatModel
-from tests.helpers import live_tasks
+from tests.helpers import asks, live_tasks
 
 pytestmark = pytest.mark.anyio
-
-
-def calls(*pairs: tuple[str, str, dict[str, Any]]) -> AssistantMessage:
-    return AssistantMessage("", [ToolCall(i, n, json.dumps(a)) for i, n, a in pairs])
 
 
 @tool
@@ -55,7 +48,7 @@ async def collect(run: AgentRun) -> list[Event]:
 
 async def test_event_order_of_a_tool_turn() -> None:
     """Events come in loop order; the stream ends after RunFinished."""
-    model = ScriptedChatModel([calls(("c1", "quick", {"x": 1})), "done"])
+    model = ScriptedChatModel([asks(("c1", "quick", {"x": 1})), "done"])
     agent = ReactAgent("a", model, tools=[quick])
     async with agent.start("go") as run:
         events = await collect(run)
@@ -119,7 +112,7 @@ async def test_cancel_one_tool_call_and_the_run_goes_on(sync: bool) -> None:
             thread_stopped.set()
 
     name = "slow_sync" if sync else "slow_async"
-    model = ScriptedChatModel([calls(("long", name, {}), ("short", "quick", {"x": 2})), "ok"])
+    model = ScriptedChatModel([asks(("long", name, {}), ("short", "quick", {"x": 2})), "ok"])
     agent = ReactAgent(
         "a", model, tools=[slow_async, slow_sync, quick], parallel_tool_execution=True
     )
@@ -160,7 +153,7 @@ async def test_cancel_without_reason_and_timeout_events() -> None:
         await anyio.sleep(30)
         return "x"
 
-    model = ScriptedChatModel([calls(("t", "stall", {}), ("h", "hang", {})), "ok"])
+    model = ScriptedChatModel([asks(("t", "stall", {}), ("h", "hang", {})), "ok"])
     agent = ReactAgent("a", model, tools=[stall, hang], parallel_tool_execution=True)
     seen: list[Event] = []
     async with agent.start("go") as run, run.events() as events:
@@ -187,7 +180,7 @@ async def test_cancel_the_run_keeps_finished_tool_responses() -> None:
         await anyio.sleep(30)
         return "x"
 
-    model = ScriptedChatModel([calls(("q", "quick", {"x": 5}), ("h", "hang", {})), "never"])
+    model = ScriptedChatModel([asks(("q", "quick", {"x": 5}), ("h", "hang", {})), "never"])
     agent = ReactAgent("a", model, tools=[quick, hang], parallel_tool_execution=True)
     before = live_tasks()
     async with agent.start("go") as run, run.events() as events:
@@ -220,7 +213,7 @@ async def test_leaving_start_early_cancels_the_run() -> None:
             cleaned.set()
         return "x"
 
-    agent = ReactAgent("a", ScriptedChatModel([calls(("h", "hang", {}))]), tools=[hang])
+    agent = ReactAgent("a", ScriptedChatModel([asks(("h", "hang", {}))]), tools=[hang])
     before = live_tasks()
     async with agent.start("go") as run, run.events() as events:
         async for event in events:
@@ -235,9 +228,7 @@ async def test_leaving_start_early_cancels_the_run() -> None:
 
 async def test_caller_exception_in_start_block_propagates_as_itself() -> None:
     """An exception in the caller's block cancels the run and comes out unwrapped."""
-    agent = ReactAgent(
-        "a", ScriptedChatModel([calls(("h", "quick", {"x": 1})), "x"]), tools=[quick]
-    )
+    agent = ReactAgent("a", ScriptedChatModel([asks(("h", "quick", {"x": 1})), "x"]), tools=[quick])
     with pytest.raises(KeyError, match="mine"):
         async with agent.start("go"):
             raise KeyError("mine")
@@ -246,7 +237,7 @@ async def test_caller_exception_in_start_block_propagates_as_itself() -> None:
 async def test_reader_never_attached_never_blocks_the_run() -> None:
     """With a buffer of 1 and nobody reading, the run still finishes; extra events are
     dropped and counted."""
-    model = ScriptedChatModel([calls(("a", "quick", {"x": 1})), "a long answer " * 5])
+    model = ScriptedChatModel([asks(("a", "quick", {"x": 1})), "a long answer " * 5])
     agent = ReactAgent("a", model, tools=[quick], max_buffered_events=1)
     async with agent.start("go") as run:
         result = await run.result()
