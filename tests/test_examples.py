@@ -305,3 +305,20 @@ def test_openai_compatible_unconfigured() -> None:
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert "REACTCORE_MODEL" in done.stderr and "OPENAI_API_KEY" in done.stderr
+
+
+def test_quickstart_offline_and_on_an_endpoint() -> None:
+    """The README's quickstart runs offline on its scripted model, and on an
+    OpenAI-compatible endpoint when two environment variables name it."""
+    offline = run_example("quickstart", env=openai_env())
+    assert offline.returncode == 0, offline.stderr
+    assert offline.stdout.strip() == "Rain in both Oslo and Lima."
+    calls = [ToolCall(f"c{i}", "weather", f'{{"city": "{c}"}}') for i, c in enumerate("AB")]
+    script = [SSEReply.of(AssistantMessage("", calls)), SSEReply.of("from the endpoint")]
+    with serve_openai_compatible(script) as server:
+        env = openai_env(OPENAI_BASE_URL=server.base_url, REACTCORE_MODEL="m-2")
+        online = run_example("quickstart", env=env)
+    assert online.returncode == 0, online.stderr
+    assert online.stdout.strip() == "from the endpoint"
+    tool_answers = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert tool_answers == ["A: 18 °C, light rain", "B: 18 °C, light rain"]
