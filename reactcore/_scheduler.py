@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import anyio
 import attrs
 
-Invoke = Callable[[], Awaitable[Any]]
+Invoke = Callable[[Any], Awaitable[Any]]  # called with the job's key
 
 
 class JobObserver(Protocol):
@@ -38,7 +38,7 @@ class Status(enum.Enum):
 
 @attrs.define(eq=False)
 class Job:
-    """One call to run: its coroutine, its timeout and its own limiter (or ``None``).
+    """One call to run: ``invoke(key)``, its timeout and its own limiter (or ``None``).
 
     While it runs, ``cancel(reason)`` stops it alone; ``result`` and ``status`` say how it
     ended, ``duration`` how long it ran (seconds, queueing excluded).
@@ -70,28 +70,23 @@ class Job:
         return True
 
 
-async def _acquire(limiter: anyio.CapacityLimiter) -> None:
+def _try_acquire(limiter: anyio.CapacityLimiter) -> bool:
     # acquire() always yields to the scheduler; with a free slot there is no need to.
     try:
         limiter.acquire_nowait()
     except anyio.WouldBlock:
-        await limiter.acquire()
+        return False
+    return True
 
 
-async def _run_job(job: Job) -> None:
-    """Run ``job`` under its deadline; record how it ended. Exceptions propagate."""
-    start = anyio.current_time()
-    deadline = start + job.timeout
-    with anyio.CancelScope(deadline=deadline) as scope:
-        job._scope = scope
-        if job.observer is not None:
-            await job.observer.job_started(job)
-        job.result = await job.invoke()
+def _settle(job: Job, start: float, deadline: float, cancel_called: bool) -> None:
+    """Record how ``job`` ended, once its scope has exited."""
     now = anyio.current_time()
     job.duration = now - start
+    job._scope = None  # not needed any more; keeping it alive costs memory and GC time
     if job.cancel_reason is not None:
         job.status, job.result = Status.CANCELLED, None
-    elif scope.cancel_called or now >= deadline:
+    elif cancel_called or now >= deadline:
         # Also a call that ignored its cancellation, or a sync tool that blocked the loop
         # past its deadline: its result arrived too late and is dropped.
         job.status, job.result = Status.TIMED_OUT, None
@@ -100,24 +95,34 @@ async def _run_job(job: Job) -> None:
 
 
 async def run_limited(job: Job, limiter: anyio.CapacityLimiter | None) -> None:
-    """Run ``job`` holding its own limiter, then ``limiter`` (the node's), if any.
+    """Run ``job`` under its deadline, holding its own limiter, then ``limiter`` (the
+    node's), if any; record how it ended. Exceptions propagate.
 
     The job's own (per-resource) limiter is taken first so a call waiting for a busy
-    resource does not sit on a node slot another call could use.
+    resource does not sit on a node slot another call could use. The deadline is set
+    once both are held: time spent queueing never counts.
     """
-    if job.limiter is not None:
-        await _acquire(job.limiter)
+    own = job.limiter
+    if own is not None and not _try_acquire(own):
+        await own.acquire()
     try:
-        if limiter is not None:
-            await _acquire(limiter)
+        if limiter is not None and not _try_acquire(limiter):
+            await limiter.acquire()
         try:
-            await _run_job(job)
+            start = anyio.current_time()
+            deadline = start + job.timeout
+            with anyio.CancelScope(deadline=deadline) as scope:
+                job._scope = scope
+                if job.observer is not None:
+                    await job.observer.job_started(job)
+                job.result = await job.invoke(job.key)
+            _settle(job, start, deadline, scope.cancel_called)
         finally:
             if limiter is not None:
                 limiter.release()
     finally:
-        if job.limiter is not None:
-            job.limiter.release()
+        if own is not None:
+            own.release()
     if job.observer is not None:
         await job.observer.job_ended(job)
 
@@ -129,22 +134,33 @@ async def run_sequential(jobs: Sequence[Job]) -> None:
 
 
 async def run_parallel(jobs: Sequence[Job], limiter: anyio.CapacityLimiter) -> None:
-    """Run ``jobs`` at once in a task group, at most ``limiter`` of them at a time.
+    """Run ``jobs`` concurrently in a task group, at most ``limiter`` of them at a time.
+
+    With k slots and N > k jobs that have no limiter of their own, k worker tasks take
+    the jobs in order (each still holding a slot per job, so a limiter shared with other
+    batches keeps its meaning); otherwise each job gets its own task. Either way at most k
+    run at once, and a job's clock starts when it runs.
 
     If a job raises, the others are cancelled and the first exception in job order is
     raised as itself (not inside an ``ExceptionGroup``).
     """
     errors: list[tuple[int, BaseException]] = []
+    queue = iter(enumerate(jobs))
 
-    async def run(index: int, job: Job, cancel: Callable[[], None]) -> None:
-        try:
-            await run_limited(job, limiter)
-        except Exception as exc:
-            errors.append((index, exc))
-            cancel()
+    async def worker(cancel: Callable[[], None]) -> None:
+        for index, job in queue:
+            try:
+                await run_limited(job, limiter)
+            except Exception as exc:
+                errors.append((index, exc))
+                cancel()
+                return
 
+    workers: float = len(jobs)
+    if all(job.limiter is None for job in jobs):
+        workers = min(workers, limiter.total_tokens)
     async with anyio.create_task_group() as tg:
-        for index, job in enumerate(jobs):
-            tg.start_soon(run, index, job, tg.cancel_scope.cancel)
+        for _ in range(int(workers)):
+            tg.start_soon(worker, tg.cancel_scope.cancel)
     if errors:
         raise min(errors, key=lambda e: e[0])[1]

@@ -170,7 +170,13 @@ def to_json_text(value: Any) -> str:
     """
     if isinstance(value, str):
         return value
-    return json.dumps(converter.unstructure(value), ensure_ascii=False, allow_nan=False)
+    if value is None:
+        return "null"
+    return _ENCODER.encode(converter.unstructure(value))
+
+
+# One encoder: json.dumps with non-default options would build a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 # --- the OpenAI chat-completions wire format -------------------------------------------

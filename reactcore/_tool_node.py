@@ -209,8 +209,10 @@ class AgentToolNode:
         # slot and its thread one thread slot; never the node's limiter twice.
         self._thread_limiter = anyio.CapacityLimiter(self.max_parallel_tools)
         chain = functools.partial(chain_tool_interceptors, list(self.tool_interceptors))
-        self._inline = chain(functools.partial(self._execute, self.wrap_sync_tools_as_async))
-        self._threaded = chain(functools.partial(self._execute, True))
+        self._inline = self._guarded(
+            chain(functools.partial(self._execute, self.wrap_sync_tools_as_async))
+        )
+        self._threaded = self._guarded(chain(functools.partial(self._execute, True)))
         self.log = structlog.get_logger("reactcore", agent=self.agent_name)
 
     @property
@@ -261,7 +263,10 @@ class AgentToolNode:
 
     async def _run(self, batch: _Batch, calls: Sequence[ToolCall], config: RunnableConfig) -> None:
         parallel = self.parallel_tool_execution and len(calls) > 1
-        handler = self._threaded if parallel else self._inline
+        invoke = self._threaded if parallel else self._inline
+        # Without a log or a run to tell, calls are recorded after the batch: no two
+        # awaited hooks per call on the hot path.
+        observer = batch if self.enable_acting_log or batch.observer is not None else None
         jobs: list[Job] = []
         for call in calls:
             found = self.resolve(call.name, config)
@@ -269,13 +274,16 @@ class AgentToolNode:
                 batch.done[call.id] = self._unknown(call, config)
                 continue
             request = ToolCallRequest(call, batch.state, config, found)
-            invoke = functools.partial(self._call, handler, request)
             timeout = found.timeout or self.tool_execution_timeout
-            jobs.append(Job(invoke, timeout, found.limiter, request, batch))
+            jobs.append(Job(invoke, timeout, found.limiter, request, observer))
         if parallel:
             await run_parallel(jobs, self._limiter)
         else:
             await run_sequential(jobs)
+        if observer is None:
+            for job in jobs:
+                if job.status is not None:
+                    self.log_end(job, batch.record(job))
 
     def response(self, job: Job) -> ToolResponse:
         """The answer the model gets for an ended job."""
@@ -312,20 +320,25 @@ class AgentToolNode:
                 "tool_call_cancelled", call_id=call.id, tool=call.name, reason=job.cancel_reason
             )
 
-    async def _call(self, handler: ToolHandler, request: ToolCallRequest) -> ToolCallResponse:
-        """The one place where a call's errors become responses (or, if asked, raise)."""
-        try:
-            return await handler(request)
-        except ToolArgumentError as exc:
-            return ToolCallResponse(f"Error: {exc}", is_error=True)
-        except Exception as exc:
-            self.log.warning(
-                "tool_call_failed",
-                call_id=request.call.id,
-                tool=request.call.name,
-                error=type(exc).__name__,
-            )
-            return ToolCallResponse(self.exception_processor(request, exc), is_error=True)
+    def _guarded(self, handler: ToolHandler) -> ToolHandler:
+        """``handler`` wrapped in the one place where a call's errors become responses (or,
+        if the exception processor says so, raise)."""
+
+        async def call(request: ToolCallRequest) -> ToolCallResponse:
+            try:
+                return await handler(request)
+            except ToolArgumentError as exc:
+                return ToolCallResponse(f"Error: {exc}", is_error=True)
+            except Exception as exc:
+                self.log.warning(
+                    "tool_call_failed",
+                    call_id=request.call.id,
+                    tool=request.call.name,
+                    error=type(exc).__name__,
+                )
+                return ToolCallResponse(self.exception_processor(request, exc), is_error=True)
+
+        return call
 
     async def _execute(self, threaded: bool, request: ToolCallRequest) -> ToolCallResponse:
         """Call the tool itself: the innermost handler of the interceptor chain."""

@@ -179,7 +179,8 @@ class Tool:
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """Keyword arguments from the model's JSON; ``ToolArgumentError`` says what is wrong."""
         try:
-            data = json.loads(raw) if raw.strip() else {}
+            # "{}" is what most calls of argument-less tools carry: skip the decoder.
+            data = {} if raw == "{}" or not raw.strip() else json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ToolArgumentError(
                 f"arguments for tool '{self.name}' are not valid JSON: {exc.msg} at position "

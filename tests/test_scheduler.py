@@ -8,12 +8,13 @@ import anyio
 import pytest
 
 from reactcore._scheduler import Job, Status, run_parallel, run_sequential
+from tests.helpers import live_tasks
 
 pytestmark = pytest.mark.anyio
 
 
 def sleeper(seconds: float, value: Any = "done") -> Any:
-    async def invoke() -> Any:
+    async def invoke(key: Any) -> Any:
         await anyio.sleep(seconds)
         return value
 
@@ -25,7 +26,7 @@ async def test_cancel_one_job_while_the_batch_goes_on() -> None:
     cancelling a job that is queued, ended or already cancelled returns False."""
     gate = anyio.Event()
 
-    async def wait_gate() -> str:
+    async def wait_gate(key: Any) -> str:
         await gate.wait()
         return "released"
 
@@ -75,7 +76,7 @@ async def test_first_error_in_job_order_raised_as_itself() -> None:
         raise KeyError(message)
 
     sibling = Job(sleeper(30), timeout=60)
-    jobs = [sibling, Job(lambda: fail("first"), 60), Job(lambda: fail("second"), 60)]
+    jobs = [sibling, Job(fail, 60, key="first"), Job(fail, 60, key="second")]
     with pytest.raises(KeyError, match="first"):
         await run_parallel(jobs, anyio.CapacityLimiter(3))
     assert sibling.status is None  # cancelled with the batch, never ended
@@ -107,3 +108,26 @@ async def test_observer_sees_start_inside_scope_and_end() -> None:
         assert seen.index(("ended", (key, status))) == started + 1  # one slot: no overlap
     assert len(seen) == 4
     assert limiter.borrowed_tokens == 0
+
+
+async def test_more_jobs_than_slots_run_on_k_workers_in_order() -> None:
+    """With k slots and N > k plain jobs, k worker tasks take the jobs in order: k run at
+    once, and no task is spawned for a job still waiting for a slot."""
+    gate = anyio.Event()
+    started: list[int] = []
+
+    async def hold(key: Any) -> Any:
+        started.append(key)
+        await gate.wait()
+        return key
+
+    jobs = [Job(hold, 60, key=i) for i in range(10)]
+    async with anyio.create_task_group() as tg:
+        before = live_tasks()
+        tg.start_soon(run_parallel, jobs, anyio.CapacityLimiter(3))
+        await anyio.wait_all_tasks_blocked()
+        assert started == [0, 1, 2]
+        assert live_tasks() - before == 1 + 3  # the batch and its three workers
+        gate.set()
+    assert [job.result for job in jobs] == list(range(10))
+    assert all(job.status is Status.DONE for job in jobs)
