@@ -12,6 +12,8 @@ measured in the same run.
   decoded) and a raw streamed POST read line by line — the same client, the same body
   (``request_body``), the same headers. The server's connections get ``TCP_NODELAY``
   (see ``tcp_nodelay_server``): without it every request waits ~44 ms for a delayed ACK.
+  The server runs in a thread of this process: its work shares the GIL with the client's,
+  and is in both sides of the ratio.
 - ``sse``: a long pre-built SSE body through the client's own parser (``_SSEDecoder``,
   ``parse_chunk``) and a ``ChunkAssembler``, no network, beside ``json.loads`` of each
   event's data; ops/s is chunks per second.
@@ -223,7 +225,7 @@ def bare_case(turns: int, *, stream: bool) -> Prepare:
     ``call_model`` is ``model.call``, or ``model.stream`` into a ``ChunkAssembler``.
     """
     replies = script(turns)
-    tools = {"noop": noop}
+    tools: dict[str, Callable[..., Awaitable[Any]]] = {"noop": noop}
     context = {STREAM: stream}
 
     def prepare() -> Run:

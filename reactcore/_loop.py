@@ -229,10 +229,9 @@ class _CallEvents:
         run.track(call.id, None)
 
         def now() -> OverAllState:
-            state = run.state = self.base.merge(partial())
-            return state
+            return self.base.merge(partial())
 
-        now()  # the state so far, for RunCancelled, with or without a saver
+        run.state_later(now)  # the state so far, for RunCancelled, if it comes to that
         await self.loop.save(now, "tools")
         if job.status is Status.TIMED_OUT:
             await run.emit(ToolCallTimedOut(call.id, call.name, job.timeout))

@@ -15,6 +15,7 @@ Events policy (bounded memory, and a run never stuck on an event nobody reads):
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -84,7 +85,8 @@ class AgentRun:
     _result: AgentResult | None = attrs.field(default=None, init=False)
     _error: BaseException | None = attrs.field(default=None, init=False)
     _inflight: dict[str, Job] = attrs.field(factory=dict, init=False)
-    state: Any = attrs.field(default=None, init=False)
+    _state: Any = attrs.field(default=None, init=False)
+    _state_later: Callable[[], Any] | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         if self.max_buffered_events < 1:
@@ -142,15 +144,35 @@ class AgentRun:
 
     # --- for the agent loop ------------------------------------------------------------
 
+    @property
+    def state(self) -> Any:
+        """The run's state as of now (what ``RunCancelled`` carries)."""
+        if self._state_later is not None:
+            self._state, self._state_later = self._state_later(), None
+        return self._state
+
+    @state.setter
+    def state(self, value: Any) -> None:
+        self._state, self._state_later = value, None
+
+    def state_later(self, compute: Callable[[], Any]) -> None:
+        """Set the state to what ``compute`` gives, computed only if someone asks."""
+        self._state_later = compute
+
     async def emit(self, event: Event) -> None:
         """Send ``event`` under the events policy (see the module docstring)."""
-        if self._reader is _Reader.ATTACHED:
+        if self._reader is not _Reader.ATTACHED:
+            self._send_or_drop(event)
+            return
+        try:
+            self._send.send_nowait(event)  # no trip through the scheduler while there is room
+        except anyio.WouldBlock:
             try:
-                await self._send.send(event)
+                await self._send.send(event)  # a slow reader: wait for it (backpressure)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._reader = _Reader.GONE
-            return
-        self._send_or_drop(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._reader = _Reader.GONE
 
     def _send_or_drop(self, event: Event) -> None:
         try:

@@ -97,6 +97,8 @@ def frozen_mapping(data: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _default_strategies(given: Mapping[str, KeyStrategy]) -> Mapping[str, KeyStrategy]:
+    if isinstance(given, MappingProxyType) and MESSAGES in given:
+        return given  # already ours (every merge passes the same one on)
     if MESSAGES in given:
         return MappingProxyType(dict(given))
     return MappingProxyType({MESSAGES: KeyStrategy.APPEND, **given})

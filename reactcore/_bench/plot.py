@@ -60,7 +60,7 @@ def _mark_extra_timeouts(ax: Axes, workload: Workload, rows: Sequence[Row], colo
             ax.annotate(
                 f"{timeouts}/{row.m.n} timed out",
                 (row.m.n, row.m.median_s),
-                xytext=(-6, -12),
+                xytext=(-8, 8),
                 textcoords="offset points",
                 ha="right",
                 fontsize=8,
@@ -85,7 +85,8 @@ def write_plot(path: Path, rows: Sequence[Row], plan: Plan, machine_line: str) -
     workloads = [w for w in plan.workloads if not w.cancel]
     backends = plan.backends
     cols, lines = max(1, len(workloads)), max(1, len(backends))
-    figure = Figure(figsize=(4.6 * cols, 3.9 * lines + 1.2), layout="constrained")
+    width = max(4.6 * cols, 10.0)  # room for the title and the legend
+    figure = Figure(figsize=(width, 3.9 * lines + 1.2), layout="constrained")
     axes: Any = figure.subplots(lines, cols, squeeze=False)
     for i, backend in enumerate(backends):
         for j, workload in enumerate(workloads):

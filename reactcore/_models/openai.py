@@ -290,9 +290,31 @@ def _tool_call_delta(position: int, wire: _WireToolCallDelta) -> ToolCallDelta:
 _NO_CHUNK = ModelChunk()
 
 
+def _text_chunk(payload: Any) -> ModelChunk | None:
+    """The chunk of the most common event — one choice, a text delta, no tool calls, no
+    usage — read without the converter (it is 2× faster); None for any other shape,
+    which then goes the strict way."""
+    if type(payload) is not dict or "error" in payload or payload.get("usage") is not None:
+        return None
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
+        return None
+    choice = choices[0]
+    delta, finish = choice.get("delta"), choice.get("finish_reason")
+    if choice.get("index", 0) != 0 or type(delta) is not dict or delta.get("tool_calls"):
+        return None
+    content = delta.get("content")
+    if not (content is None or type(content) is str) or not (finish is None or type(finish) is str):
+        return None
+    return ModelChunk(text=content or "", finish_reason=finish)
+
+
 def parse_chunk(data: str) -> ModelChunk | None:
     """The ``ModelChunk`` of one SSE ``data`` payload; None when it carries nothing."""
     payload = _json(data, ModelStreamError, "a stream event")
+    quick = _text_chunk(payload)
+    if quick is not None:
+        return None if quick == _NO_CHUNK else quick
     wire = _decode(lambda p: converter.structure(p, _WireChunk), payload, ModelStreamError, "$")
     if wire.error is not None:
         raise ModelStreamError(f"the server sent an error in the stream: {wire.error!r}"[:600])
