@@ -45,7 +45,7 @@ from ._result import TOKEN_USAGE, AgentResult
 from ._run import AgentRun
 from ._scheduler import Job, Status
 from ._state import MESSAGES, OverAllState
-from ._tool_node import CALL_OBSERVER, RETURN_DIRECT, pending_calls
+from ._tool_node import CALL_OBSERVER, RETURN_DIRECT, has_pending_updates, pending_calls
 
 if TYPE_CHECKING:
     from ._agent import ReactAgent
@@ -316,7 +316,9 @@ class Loop:
     async def act(self, state: OverAllState) -> tuple[OverAllState, JumpTarget]:
         """The tool step: the pending calls of the last answer; where to go next."""
         node = self.agent.tool_node
-        if node is None or not unanswered(state):
+        messages: Sequence[Message] = state.get(MESSAGES) or ()
+        unfinished = bool(messages) and has_pending_updates(messages[-1])
+        if node is None or not (unanswered(state) or unfinished):
             return state, "model"
         self.config.context[CALL_OBSERVER] = _CallEvents(self, state)
         try:

@@ -38,6 +38,7 @@ from ._tools import Tool, ToolContext
 DYNAMIC_TOOLS = "dynamic_tools"
 CALL_OBSERVER = "_call_observer_"
 RETURN_DIRECT = "return_direct"
+PENDING_UPDATES = "_pending_updates_"
 ToolResolver = Callable[[str], Tool | None]
 
 
@@ -94,12 +95,17 @@ def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolRespo
     )
 
 
+def has_pending_updates(message: Any) -> bool:
+    """Whether ``message`` is a partial answer whose calls' state updates wait to be applied."""
+    return isinstance(message, ToolResponseMessage) and PENDING_UPDATES in message.metadata
+
+
 class ToolCallObserver(Protocol):
     """Told of each call of a batch as it starts and ends (the run handle is one).
 
     ``call_started`` runs inside the call's scope, so ``job.cancel()`` from there or later
     stops the call. ``call_ended`` gets the call's response and ``partial``, which builds
-    the node's update as it would be if the batch stopped now (finished calls only).
+    the node's update as it would be if the batch stopped now (see ``partial_update``).
     """
 
     async def call_started(self, call: ToolCall, job: Job) -> None: ...
@@ -138,15 +144,32 @@ class _Batch:
             self.updates[call.id] = job.result.update
         return response
 
-    def update(self) -> dict[str, Any]:
-        """The node's partial state update for the calls answered so far."""
+    def _message(self, stash: bool) -> ToolResponseMessage:
         calls = self.assistant.tool_calls
         responses = [self.done[c.id] for c in calls if c.id in self.done]
-        metadata = {"finish_reason": RETURN_DIRECT} if self.return_direct else {}
+        metadata: dict[str, Any] = {"finish_reason": RETURN_DIRECT} if self.return_direct else {}
+        if stash and self.updates:
+            metadata[PENDING_UPDATES] = {i: dict(u) for i, u in self.updates.items()}
+        return ToolResponseMessage(responses, metadata)
+
+    def _replacing(self, message: ToolResponseMessage) -> list[Any]:
+        return [Remove(self.previous), message] if self.previous is not None else [message]
+
+    def partial_update(self) -> dict[str, Any]:
+        """The update if the batch stopped now: the answers so far, with the finished calls'
+        state updates kept aside in the message (``_pending_updates_``), not applied.
+
+        When the batch goes on later (resumed from a checkpoint), all the calls' updates
+        are then applied together in call order, exactly as if it had never stopped.
+        """
+        return {MESSAGES: self._replacing(self._message(stash=True))}
+
+    def update(self) -> dict[str, Any]:
+        """The node's update: the answers, and every call's state updates in call order."""
+        calls = self.assistant.tool_calls
         out = self.state.combine_updates(self.updates[c.id] for c in calls if c.id in self.updates)
         extra = out.pop(MESSAGES, None)
-        messages: list[Any] = [Remove(self.previous)] if self.previous is not None else []
-        messages.append(ToolResponseMessage(responses, metadata))
+        messages = self._replacing(self._message(stash=False))
         if extra is not None:
             messages.extend(extra if isinstance(extra, list | tuple) else [extra])
         out[MESSAGES] = messages
@@ -165,7 +188,7 @@ class _Batch:
         response = self.record(job)
         self.node.log_end(job, response)
         if self.observer is not None:
-            await self.observer.call_ended(job.key.call, response, job, self.update)
+            await self.observer.call_ended(job.key.call, response, job, self.partial_update)
 
 
 @attrs.define(eq=False)
@@ -244,9 +267,11 @@ class AgentToolNode:
         )
         if previous is not None:
             batch.done.update((r.id, r) for r in previous.responses)
+            batch.updates.update(previous.metadata.get(PENDING_UPDATES, {}))
         missing = [c for c in assistant.tool_calls if c.id not in batch.done]
         if not missing:
-            return {}
+            # All answered: finish a batch that stopped with updates kept aside, else nothing.
+            return batch.update() if has_pending_updates(previous) else {}
         await self._run(batch, missing, config)
         return batch.update()
 
