@@ -19,7 +19,6 @@ import math
 import os
 import shlex
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -27,26 +26,8 @@ from typing import NoReturn
 import anyio
 import structlog
 
-from ._agent import ReactAgent
-from ._events import (
-    Event,
-    ModelCallFinished,
-    ModelCallStarted,
-    ModelDelta,
-    RunFailed,
-    RunFinished,
-    RunInterrupted,
-    StateUpdated,
-    ToolCallCancelled,
-    ToolCallFinished,
-    ToolCallStarted,
-    ToolCallTimedOut,
-)
-from ._messages import AssistantMessage, ToolCall, ToolResponseMessage
-from ._models.base import ChatModel, ModelRequest
+from ._demo import QUESTION, demo_model, run_demo
 from ._models.openai import OpenAIChatModel
-from ._models.scripted import ScriptedChatModel
-from ._tools import tool
 
 BENCH_EXTRA = "pip install 'reactcore[bench]'"
 
@@ -184,135 +165,15 @@ def _bench(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 # --- demo -------------------------------------------------------------------------------
 
-_QUESTION = "What is the weather in Paris today, and how many people live there?"
-
-
-@tool
-async def weather(city: str) -> str:
-    """Today's weather in a city (an async tool: 0.3 s of network I/O)."""
-    await anyio.sleep(0.3)
-    return {"Paris": "sunny, 21 °C", "Oslo": "snow, -4 °C"}.get(city, "cloudy, 15 °C")
-
-
-@tool
-def population(city: str) -> int:
-    """How many people live in a city (a blocking tool: 0.2 s in a worker thread)."""
-    time.sleep(0.2)
-    return {"Paris": 2_102_650, "Oslo": 717_710}.get(city, 1_000_000)
-
-
-def _final_answer(request: ModelRequest) -> AssistantMessage:
-    answers = [m for m in request.messages if isinstance(m, ToolResponseMessage)][-1]
-    found = {r.name: r.response_data for r in answers.responses}
-    return AssistantMessage(
-        f"In Paris it is {found['weather']} today, and {int(found['population']):,} "
-        "people live there."
-    )
-
-
-def _scripted_model() -> ScriptedChatModel:
-    calls = [
-        ToolCall("call_1", "weather", '{"city": "Paris"}'),
-        ToolCall("call_2", "population", '{"city": "Paris"}'),
-    ]
-    first = AssistantMessage("Let me look up both at once.", calls)
-    return ScriptedChatModel([first, _final_answer], chunk_size=5)
-
-
-def _model(args: argparse.Namespace) -> ChatModel | str:
-    """The demo's model, or why a real endpoint cannot be used."""
-    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
-    name = args.model or os.environ.get("REACTCORE_MODEL")
-    if args.scripted or not (base_url or name):
-        return _scripted_model()
-    if not name:
-        return "a real endpoint needs a model name: pass --model or set REACTCORE_MODEL"
-    if not os.environ.get("OPENAI_API_KEY"):
-        return (
-            "a real endpoint needs an API key: set OPENAI_API_KEY (any value for a local "
-            "server that takes none)"
-        )
-    return OpenAIChatModel(name, base_url=base_url)
-
-
-class _Printer:
-    """Prints a run's events as they come: one line each, model text streamed inline."""
-
-    def __init__(self, start: float) -> None:
-        self.start = start
-        self.streaming = False
-        self.exit_code = 1
-
-    def _line(self, kind: str, text: str, *, end: str = "\n") -> None:
-        elapsed = time.perf_counter() - self.start
-        print(f"{elapsed:6.3f}s  {kind:<6} {text}", end=end, flush=True)
-
-    def _stop_streaming(self) -> None:
-        if self.streaming:
-            print(flush=True)
-            self.streaming = False
-
-    def show(self, event: Event) -> None:
-        if isinstance(event, ModelDelta):
-            if event.text:
-                if not self.streaming:
-                    self._line("model", "", end="")
-                    self.streaming = True
-                print(event.text, end="", flush=True)
-            return
-        self._stop_streaming()
-        if isinstance(event, ModelCallStarted):
-            self._line("model", f"asked (call {event.iteration + 1})")
-        elif isinstance(event, ModelCallFinished):
-            names = ", ".join(c.name for c in event.message.tool_calls)
-            self._line("model", f"answered: tool calls {names}" if names else "answered")
-        elif isinstance(event, ToolCallStarted):
-            self._line("tool", f"started  {event.call_id} {event.name}({event.arguments})")
-        elif isinstance(event, ToolCallFinished):
-            outcome = "failed" if event.is_error else "finished"
-            self._line("tool", f"{outcome} {event.call_id} {event.name} in {event.duration:.3f} s")
-        elif isinstance(event, ToolCallTimedOut):
-            self._line("tool", f"timed out {event.call_id} {event.name} after {event.timeout:g} s")
-        elif isinstance(event, ToolCallCancelled):
-            self._line("tool", f"cancelled {event.call_id} {event.name}")
-        elif isinstance(event, StateUpdated):
-            self._line("state", f"{event.node}: {', '.join(event.keys)}")
-        elif isinstance(event, RunFinished):
-            self._line("done", event.result.text)
-            self.exit_code = 0
-        elif isinstance(event, RunFailed):
-            self._line("failed", f"{type(event.error).__name__}: {event.error}")
-        elif isinstance(event, RunInterrupted):
-            self._line("paused", f"waiting for approval of {len(event.calls)} calls")
-
-
-async def _run_demo(model: ChatModel, question: str) -> int:
-    agent = ReactAgent(
-        "demo",
-        model,
-        tools=[weather, population],
-        system_prompt="You answer questions about cities. Call the tools you need at once.",
-        parallel_tool_execution=True,
-    )
-    printer = _Printer(time.perf_counter())
-    try:
-        async with agent.stream(question) as events:
-            async for event in events:
-                printer.show(event)
-    finally:
-        if isinstance(model, OpenAIChatModel):
-            await model.aclose()
-    return printer.exit_code
-
 
 def _demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    model = _model(args)
+    model = demo_model(args)
     if isinstance(model, str):
         demo: argparse.ArgumentParser = args.subparser
         demo.error(model)
     where = model.base_url if isinstance(model, OpenAIChatModel) else "a scripted model"
     print(f"demo agent on {where}, {args.backend}: {args.question}", flush=True)
-    code: int = anyio.run(_run_demo, model, args.question, backend=args.backend)
+    code: int = anyio.run(run_demo, model, args.question, backend=args.backend)
     return code
 
 
@@ -327,7 +188,7 @@ def _add_demo(commands: argparse._SubParsersAction[_Parser]) -> None:
             "endpoint (OPENAI_BASE_URL, OPENAI_API_KEY, REACTCORE_MODEL)."
         ),
     )
-    p.add_argument("question", nargs="?", default=_QUESTION, help="what to ask the agent")
+    p.add_argument("question", nargs="?", default=QUESTION, help="what to ask the agent")
     p.add_argument("--base-url", help="an OpenAI-compatible endpoint (or OPENAI_BASE_URL)")
     p.add_argument("--model", help="the model name (or REACTCORE_MODEL)")
     p.add_argument("--scripted", action="store_true", help="use the scripted model anyway")
