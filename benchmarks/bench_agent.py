@@ -27,10 +27,8 @@ case), µs per operation, operations per second, and the ratio to the baseline n
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
-import logging
 import socket
 import statistics
 import time
@@ -42,7 +40,7 @@ from typing import Any
 import anyio
 import attrs
 import httpx
-import structlog
+from _common import backends, parse
 
 from reactcore import (
     AssistantMessage,
@@ -496,31 +494,11 @@ def print_targets(rows: Sequence[Row]) -> None:
             )
 
 
-def quiet_structlog() -> None:
-    """The library only gets loggers; a script may configure them: errors only."""
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
-        cache_logger_on_first_use=True,
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, 3 repeats")
-    parser.add_argument("--backend", choices=("asyncio", "trio", "both"), default="both")
-    parser.add_argument("--repeat", type=int, help="repeats per measurement (default 5; 3 quick)")
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
-    args = parser.parse_args(argv)
-    plan = QUICK if args.quick else FULL
-    if args.repeat is not None:
-        plan = attrs.evolve(plan, repeat=args.repeat)
-    quiet_structlog()
-    gc.collect()
-    gc.freeze()  # what is loaded by now stays: the collections between measurements are quick
-    backends = ("asyncio", "trio") if args.backend == "both" else (args.backend,)
+    args, plan = parse(__doc__ or "", QUICK, FULL, argv)
     rows: list[Row] = []
     with tcp_nodelay_server(), serve_openai_compatible(server_reply) as server:
-        for i, backend in enumerate(backends):
+        for i, backend in enumerate(backends(args)):
             rows += anyio.run(run_backend, backend, plan, server, i == 0, backend=backend)
     order = {"loop": 0, "http": 1, "sse": 2}
     rows.sort(key=lambda r: order[r.section])

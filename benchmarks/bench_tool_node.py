@@ -22,10 +22,8 @@ whether every tool's ``finally`` ran.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
-import logging
 import math
 import statistics
 import time
@@ -34,7 +32,7 @@ from typing import Any
 
 import anyio
 import attrs
-import structlog
+from _common import backends, parse
 
 from reactcore import (
     AgentToolNode,
@@ -358,31 +356,11 @@ def _check(name: str, value: float | None, aim: float) -> str:
     return f"{name} {_fmt(value, '.3f')} (aim ≤ {aim:g}{verdict})"
 
 
-def quiet_structlog() -> None:
-    """The library only gets loggers; a script may configure them: errors only, please."""
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
-        cache_logger_on_first_use=True,
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small N, 3 repeats: a few seconds")
-    parser.add_argument("--backend", choices=("asyncio", "trio", "both"), default="both")
-    parser.add_argument("--repeat", type=int, help="repeats per measurement (default 5; 3 quick)")
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
-    args = parser.parse_args(argv)
-    plan = QUICK if args.quick else FULL
-    if args.repeat is not None:
-        plan = attrs.evolve(plan, repeat=args.repeat)
-    quiet_structlog()
-    gc.collect()
-    gc.freeze()  # what is loaded by now stays: the collections between measurements are quick
-    backends = ("asyncio", "trio") if args.backend == "both" else (args.backend,)
+    args, plan = parse(__doc__ or "", QUICK, FULL, argv)
     rows: list[Row] = []
     cancels: list[CancelRow] = []
-    for backend in backends:
+    for backend in backends(args):
         found, cancelled = anyio.run(run_backend, backend, plan, backend=backend)
         rows += found
         cancels += cancelled
