@@ -168,7 +168,9 @@ class ReactAgent:
             model_error_as_message=self.model_error_as_message,
         )
         self._tool_node = None
-        if tools:
+        # No tools, no tool node (as in the seed) — unless tools can come later: from the
+        # resolver, or as dynamic tools a model interceptor adds.
+        if tools or self.tool_resolver is not None or model_chain:
             self._tool_node = AgentToolNode(
                 tools,
                 agent_name=self.name,

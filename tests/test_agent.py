@@ -263,3 +263,20 @@ async def test_parallel_tools_through_the_agent() -> None:
     agent = ReactAgent("a", model, tools=[meet], parallel_tool_execution=True)
     result = await agent.invoke("x")
     assert [r.response_data for r in result.messages[2].responses] == ["met"] * 3
+
+
+async def test_dynamic_tools_run_even_when_the_agent_has_no_tools_of_its_own() -> None:
+    """An agent without tools but with a model interceptor that adds one still has a tool
+    node to run it."""
+
+    @tool
+    async def late() -> str:
+        return "added at run time"
+
+    class AddTool:
+        async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
+            return await handler(attrs.evolve(request, tools=("late",), dynamic_tools=(late,)))
+
+    model = ScriptedChatModel([asks(("1", "late", {})), "ok"])
+    result = await ReactAgent("a", model, interceptors=[AddTool()]).invoke("x")
+    assert result.messages[2].responses[0].response_data == "added at run time"
