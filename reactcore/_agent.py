@@ -129,7 +129,9 @@ class ReactAgent:
     enable_logging: bool = attrs.field(default=False, kw_only=True)
     model_error_as_message: bool = attrs.field(default=False, kw_only=True)
     saver: Saver | None = attrs.field(default=None, kw_only=True)
-    max_buffered_events: int = attrs.field(default=256, kw_only=True)
+    max_buffered_events: int = attrs.field(
+        default=256, kw_only=True, validator=attrs.validators.ge(1)
+    )
 
     _hooks: list[Hook] = attrs.field(init=False)
     _strategies: dict[str, KeyStrategy] = attrs.field(init=False)
