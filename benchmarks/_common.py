@@ -39,3 +39,8 @@ def parse(doc: str, quick: Any, full: Any, argv: Sequence[str] | None) -> tuple[
 def backends(args: Any) -> tuple[str, ...]:
     """The backends the options ask for."""
     return ("asyncio", "trio") if args.backend == "both" else (args.backend,)
+
+
+def fmt(value: float | None, spec: str) -> str:
+    """``value`` formatted for a table, ``-`` where there is none."""
+    return "-" if value is None else format(value, spec)

@@ -40,7 +40,7 @@ from typing import Any
 import anyio
 import attrs
 import httpx
-from _common import backends, parse
+from _common import backends, fmt, parse
 
 from reactcore import (
     AssistantMessage,
@@ -463,10 +463,6 @@ async def run_backend(
 HTTP_AIM = 1.2
 
 
-def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def print_table(rows: Sequence[Row]) -> None:
     head = (
         f"{'section':<7} {'backend':<8} {'case':<34} {'N':>6} {'median ms':>10} "
@@ -477,7 +473,7 @@ def print_table(rows: Sequence[Row]) -> None:
     for r in rows:
         print(
             f"{r.section:<7} {r.backend:<8} {r.case:<34} {r.n:>6} {r.median_s * 1e3:>10.2f} "
-            f"{r.us_per_op:>9.2f} {r.ops_per_s:>11,.0f} {_fmt(r.ratio, '.2f'):>6}  "
+            f"{r.us_per_op:>9.2f} {r.ops_per_s:>11,.0f} {fmt(r.ratio, '.2f'):>6}  "
             f"{r.baseline or ''}"
         )
 

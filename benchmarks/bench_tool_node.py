@@ -32,7 +32,7 @@ from typing import Any
 
 import anyio
 import attrs
-from _common import backends, parse
+from _common import backends, fmt, parse
 
 from reactcore import (
     AgentToolNode,
@@ -300,10 +300,6 @@ async def run_backend(backend: str, plan: Plan) -> tuple[list[Row], list[CancelR
 # --- reporting ---------------------------------------------------------------------------
 
 
-def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def print_table(rows: Sequence[Row], cancels: Sequence[CancelRow]) -> None:
     head = (
         f"{'workload':<10} {'backend':<8} {'executor':<12} {'N':>6} {'k':>5} "
@@ -315,9 +311,9 @@ def print_table(rows: Sequence[Row], cancels: Sequence[CancelRow]) -> None:
         print(
             f"{r.workload:<10} {r.backend:<8} {r.executor:<12} {r.n:>6} "
             f"{'-' if r.k is None else r.k:>5} "
-            f"{_fmt(r.median_ms, '.2f'):>10} {_fmt(r.us_per_call, '.2f'):>9} "
-            f"{_fmt(r.vs_tg, '.2f'):>6} {_fmt(r.vs_tg_lim, '.2f'):>8} "
-            f"{_fmt(r.vs_ideal, '.3f'):>7}  {r.note}"
+            f"{fmt(r.median_ms, '.2f'):>10} {fmt(r.us_per_call, '.2f'):>9} "
+            f"{fmt(r.vs_tg, '.2f'):>6} {fmt(r.vs_tg_lim, '.2f'):>8} "
+            f"{fmt(r.vs_ideal, '.3f'):>7}  {r.note}"
         )
     print()
     print(
@@ -353,7 +349,7 @@ def print_targets(rows: Sequence[Row]) -> None:
 
 def _check(name: str, value: float | None, aim: float) -> str:
     verdict = "" if value is None else ": met" if value <= aim else ": MISSED"
-    return f"{name} {_fmt(value, '.3f')} (aim ≤ {aim:g}{verdict})"
+    return f"{name} {fmt(value, '.3f')} (aim ≤ {aim:g}{verdict})"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

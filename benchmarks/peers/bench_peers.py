@@ -53,7 +53,7 @@ import reactcore
 from reactcore import AgentToolNode, AssistantMessage, OverAllState, ToolCall, UserMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import parse  # benchmarks/_common.py, shared with the other scripts
+from _common import fmt, parse  # benchmarks/_common.py, shared with the other scripts
 
 LATENCY = 0.05
 Run = Callable[[], Awaitable[int]]  # one timed run; returns how many calls were answered
@@ -283,10 +283,6 @@ async def run_all(plan: Plan) -> list[Row]:
 # --- reporting ---------------------------------------------------------------------------
 
 
-def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def print_table(rows: Sequence[Row]) -> None:
     head = (
         f"{'workload':<9} {'N':>5} {'executor':<15} {'median ms':>10} {'µs/call':>9} "
@@ -296,9 +292,9 @@ def print_table(rows: Sequence[Row]) -> None:
     print("-" * len(head))
     for r in rows:
         print(
-            f"{r.workload:<9} {r.n:>5} {r.executor:<15} {_fmt(r.median_ms, '.2f'):>10} "
-            f"{_fmt(r.us_per_call, '.2f'):>9} {_fmt(r.vs_gather, '.2f'):>8} "
-            f"{_fmt(r.rc_vs_lg, '.2f'):>6}  {r.note}".rstrip()
+            f"{r.workload:<9} {r.n:>5} {r.executor:<15} {fmt(r.median_ms, '.2f'):>10} "
+            f"{fmt(r.us_per_call, '.2f'):>9} {fmt(r.vs_gather, '.2f'):>8} "
+            f"{fmt(r.rc_vs_lg, '.2f'):>6}  {r.note}".rstrip()
         )
 
 
