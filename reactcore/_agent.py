@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import attrs
 import cattrs
-import structlog
 
 from ._approval import Interrupt, Resume
 from ._checkpoint import Saver
@@ -28,6 +27,7 @@ from ._exceptions import OutputParseError, RunCancelled
 from ._hooks import Hook, order_hooks
 from ._interceptors import ModelInterceptor, ToolInterceptor
 from ._llm_node import AgentLlmNode
+from ._logging import get_logger
 from ._loop import AgentInput, Loop, final_text, returned_direct, starting_point
 from ._models.base import ChatModel
 from ._result import AgentResult
@@ -186,7 +186,7 @@ class ReactAgent:
                 exception_processor=self.exception_processor or DefaultToolExceptionProcessor(),
                 enable_acting_log=self.enable_logging,
             )
-        self._log = structlog.get_logger("reactcore", agent=self.name)
+        self._log = get_logger(agent=self.name)
 
     @property
     def tool_node(self) -> AgentToolNode | None:

@@ -15,10 +15,10 @@ from typing import Any
 
 import anyio
 import attrs
-import structlog
 
 from ._config import RunnableConfig
 from ._interceptors import ModelHandler, ModelInterceptor, chain_model_interceptors
+from ._logging import get_logger
 from ._messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ._models.base import (
     ChatModel,
@@ -169,7 +169,7 @@ class AgentLlmNode:
         self._schema = _schema_text(self.output_schema, self.output_type)
         self._specs = tuple(ToolSpec.of(t) for t in self.tools)
         self._handler = chain_model_interceptors(list(self.model_interceptors), self._invoke)
-        self._log = structlog.get_logger("reactcore", agent=self.agent_name)
+        self._log = get_logger(agent=self.agent_name)
 
     async def __call__(
         self, state: Mapping[str, Any], config: RunnableConfig | None = None

@@ -17,7 +17,6 @@ from typing import Any, Protocol
 import anyio
 import anyio.to_thread
 import attrs
-import structlog
 
 from ._config import RunnableConfig
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
@@ -29,6 +28,7 @@ from ._interceptors import (
     ToolInterceptor,
     chain_tool_interceptors,
 )
+from ._logging import get_logger
 from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
 from ._scheduler import Job, Status, run_parallel, run_sequential
 from ._serde import to_json_text
@@ -236,7 +236,7 @@ class AgentToolNode:
             chain(functools.partial(self._execute, self.wrap_sync_tools_as_async))
         )
         self._threaded = self._guarded(chain(functools.partial(self._execute, True)))
-        self.log = structlog.get_logger("reactcore", agent=self.agent_name)
+        self.log = get_logger(agent=self.agent_name)
 
     @property
     def tool_names(self) -> list[str]:

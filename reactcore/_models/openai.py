@@ -39,11 +39,11 @@ from typing import Any, Self, TypeVar
 import anyio
 import attrs
 import httpx
-import structlog
 from anyio.lowlevel import checkpoint
 from cattrs.errors import BaseValidationError
 
 from .._exceptions import ModelError, ModelHTTPError, ModelStreamError, ModelTimeoutError
+from .._logging import get_logger
 from .._serde import _wire_hook, assistant_from_wire, converter, describe_error, messages_to_wire
 from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, ToolSpec, Usage
 
@@ -56,7 +56,7 @@ _DONE = "[DONE]"
 _RUN_OUT_SECONDS = 1.0
 _OPTIONS = ("temperature", "top_p", "max_tokens", "tool_choice", "response_format")
 
-_log = structlog.get_logger("reactcore")
+_log = get_logger()
 _T = TypeVar("_T")
 
 

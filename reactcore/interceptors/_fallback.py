@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import attrs
-import structlog
 
 from .._exceptions import ModelError
 from .._interceptors import ModelHandler
+from .._logging import get_logger
 from .._models.base import ChatModel, ModelRequest, ModelResponse
 
 
@@ -35,9 +35,7 @@ class ModelFallbackInterceptor:
                 raise
             error = exc
         for index, model in enumerate(self.models):
-            structlog.get_logger("reactcore").warning(
-                "model_fallback", fallback=index, error=type(error).__name__
-            )
+            get_logger().warning("model_fallback", fallback=index, error=type(error).__name__)
             try:
                 return await handler(attrs.evolve(request, chat_model=model))
             except Exception as exc:

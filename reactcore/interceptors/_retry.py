@@ -7,11 +7,11 @@ from typing import Any
 
 import anyio
 import attrs
-import structlog
 
 from .._backoff import Backoff
 from .._exceptions import ModelHTTPError, ModelStreamError, ModelTimeoutError, ToolArgumentError
 from .._interceptors import ModelHandler, ToolCallRequest, ToolCallResponse, ToolHandler
+from .._logging import get_logger
 from .._models.base import ModelRequest, ModelResponse
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
@@ -56,7 +56,7 @@ class ModelRetryInterceptor:
                 if attempt == self.max_attempts or not self.retry_on(exc):
                     raise
                 delay = self._backoff.delay(attempt)
-                structlog.get_logger("reactcore").warning(
+                get_logger().warning(
                     "model_call_retry",
                     attempt=attempt,
                     delay_s=round(delay, 3),
