@@ -7,6 +7,7 @@ The loop itself (``_loop``) alternates reasoning (``AgentLlmNode``) and acting
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
@@ -36,6 +37,7 @@ from ._serde import converter, describe_error
 from ._state import MESSAGES, KeyStrategy, OverAllState
 from ._tool_node import AgentToolNode, ToolResolver
 from ._tools import Tool
+from ._tracing import Tracer, ambient, current, tracer_for
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
@@ -132,12 +134,14 @@ class ReactAgent:
     max_buffered_events: int = attrs.field(
         default=256, kw_only=True, validator=attrs.validators.ge(1)
     )
+    tracer_provider: Any = attrs.field(default=None, kw_only=True)
 
     _hooks: list[Hook] = attrs.field(init=False)
     _strategies: dict[str, KeyStrategy] = attrs.field(init=False)
     _llm: AgentLlmNode = attrs.field(init=False)
     _tool_node: AgentToolNode | None = attrs.field(init=False)
     _log: Any = attrs.field(init=False)
+    _tracer: Tracer | None = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._hooks = order_hooks(self.hooks)
@@ -187,6 +191,7 @@ class ReactAgent:
                 enable_acting_log=self.enable_logging,
             )
         self._log = get_logger(agent=self.name)
+        self._tracer = tracer_for(self.tracer_provider)
 
     @property
     def tool_node(self) -> AgentToolNode | None:
@@ -236,8 +241,10 @@ class ReactAgent:
         run_id = uuid.uuid4().hex[:12]
         run = AgentRun(run_id, config.thread_id, self.max_buffered_events)
         failure: Exception | None = None
+        tracer = self._tracer or ambient()
+        drive = self._drive if tracer is None else functools.partial(self._traced, tracer)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._drive, run, input, config)
+            tg.start_soon(drive, run, input, config)
             try:
                 yield run
             except Exception as exc:
@@ -290,6 +297,24 @@ class ReactAgent:
             if log is not None:
                 log.info("agent_run_finished", model_calls=result.model_calls)
             await run.finish(RunFinished(result), result, None)
+
+    async def _traced(
+        self,
+        tracer: Tracer,
+        run: AgentRun,
+        value: AgentInput | Resume | None,
+        config: RunnableConfig,
+    ) -> None:
+        """``_drive`` inside the run's span, with ``tracer`` current for the run's steps."""
+        token = current.set(tracer)
+        try:
+            with tracer.run(self, run) as trace:
+                try:
+                    await self._drive(run, value, config)
+                finally:
+                    trace.ended(run, run._result, run._error)
+        finally:
+            current.reset(token)
 
     def result(
         self, state: OverAllState, model_calls: int, interrupt: Interrupt | None = None

@@ -34,6 +34,7 @@ from ._schema import json_schema
 from ._state import MESSAGES, OverAllState
 from ._tool_node import DYNAMIC_TOOLS, dynamic_tools
 from ._tools import Tool
+from ._tracing import Tracer, current, model_trace
 
 MODEL_ITERATION = "_MODEL_ITERATION_"
 INSTRUCTION = "_INSTRUCTION_"
@@ -190,8 +191,12 @@ class AgentLlmNode:
         )
         if self.enable_reasoning_log:
             log.info("model_call_started", iteration=iteration, messages=len(request.messages))
+        tracer = current.get()
         try:
-            response = await self._handler(request)
+            if tracer is None:
+                response = await self._handler(request)
+            else:
+                response = await self._traced(tracer, request)
         except Exception as exc:
             if not self.model_error_as_message:
                 raise
@@ -238,9 +243,24 @@ class AgentLlmNode:
         update[TOKEN_USAGE] = used + response.usage if response.usage is not None else used
         return update
 
+    async def _traced(self, tracer: Tracer, request: ModelRequest) -> ModelResponse:
+        """The interceptor chain inside the model call's span."""
+        with tracer.model_call(self.agent_name, self.model, request) as trace:
+            token = model_trace.set(trace)
+            try:
+                response = await self._handler(request)
+            finally:
+                model_trace.reset(token)
+            trace.answered(response)
+        return response
+
     async def _invoke(self, request: ModelRequest) -> ModelResponse:
         """The innermost handler: hand dynamic tools to the tool node, then call the model."""
         if request.dynamic_tools:
             added = {t.name: t for t in request.dynamic_tools}
             request.context[DYNAMIC_TOOLS] = {**dynamic_tools(request.context), **added}
-        return await call_model(request.chat_model or self.model, request)
+        model = request.chat_model or self.model
+        trace = model_trace.get()
+        if trace is not None:
+            trace.sending(model, request)  # the request actually sent, once per attempt
+        return await call_model(model, request)

@@ -19,6 +19,8 @@ from typing import Any
 import attrs
 import structlog
 
+from ._tracing import current
+
 LOGGER_NAME = "reactcore"
 _stdlib = logging.getLogger(LOGGER_NAME)
 
@@ -54,6 +56,10 @@ class Logger:
 
     def _log(self, level: int, method: str, event: str, fields: dict[str, Any]) -> None:
         merged = {**self.context, **fields}
+        if level >= logging.WARNING:
+            tracer = current.get()
+            if tracer is not None:  # a traced run: the warning is an event of the current span
+                tracer.event(event, merged)
         if structlog.is_configured():
             getattr(structlog.get_logger(LOGGER_NAME), method)(event, **merged)
         elif _stdlib.isEnabledFor(level):

@@ -34,6 +34,7 @@ from ._scheduler import Job, Status, run_parallel, run_sequential
 from ._serde import to_json_text
 from ._state import MESSAGES, OverAllState, Remove, frozen_mapping
 from ._tools import Tool, ToolContext
+from ._tracing import ToolTrace, Tracer, current
 
 DYNAMIC_TOOLS = "dynamic_tools"
 CALL_OBSERVER = "_call_observer_"
@@ -119,6 +120,12 @@ class ToolCallObserver(Protocol):
     ) -> None: ...
 
 
+def _trace_exception(error: Exception) -> None:
+    tracer = current.get()
+    if tracer is not None:
+        tracer.exception(error)
+
+
 @attrs.define(eq=False)
 class _Batch:
     """The calls answering one assistant message: what is done so far, and the update.
@@ -135,6 +142,8 @@ class _Batch:
     observer: ToolCallObserver | None
     done: dict[str, ToolResponse] = attrs.field(factory=dict)
     updates: dict[str, Mapping[str, Any]] = attrs.field(factory=dict)
+    tracer: Tracer | None = None
+    traces: dict[str, ToolTrace] = attrs.field(factory=dict)
 
     def record(self, job: Job) -> ToolResponse:
         call: ToolCall = job.key.call
@@ -164,6 +173,12 @@ class _Batch:
         """
         return {MESSAGES: self._replacing(self._message(stash=True))}
 
+    def abandon_traces(self) -> None:
+        """End the spans of calls that never ended (the batch was cancelled or failed)."""
+        for trace in self.traces.values():
+            trace.ended(None, None)
+        self.traces.clear()
+
     def update(self) -> dict[str, Any]:
         """The node's update: the answers, and every call's state updates in call order."""
         calls = self.assistant.tool_calls
@@ -181,12 +196,17 @@ class _Batch:
             log = self.node.log
             log.info("tool_call_started", call_id=call.id, tool=call.name)
             log.debug("tool_call_arguments", call_id=call.id, arguments=call.arguments)
+        if self.tracer is not None:
+            self.traces[call.id] = self.tracer.tool_call(self.node.agent_name, call, job.key.tool)
         if self.observer is not None:
             await self.observer.call_started(call, job)
 
     async def job_ended(self, job: Job) -> None:
         response = self.record(job)
         self.node.log_end(job, response)
+        trace = self.traces.pop(job.key.call.id, None)
+        if trace is not None:
+            trace.ended(job, response)
         if self.observer is not None:
             await self.observer.call_ended(job.key.call, response, job, self.partial_update)
 
@@ -265,6 +285,7 @@ class AgentToolNode:
             self._return_direct(assistant, config),
             config.context.get(CALL_OBSERVER),
         )
+        batch.tracer = current.get()
         if previous is not None:
             batch.done.update((r.id, r) for r in previous.responses)
             batch.updates.update(previous.metadata.get(PENDING_UPDATES, {}))
@@ -291,7 +312,11 @@ class AgentToolNode:
         invoke = self._threaded if parallel else self._inline
         # Without a log or a run to tell, calls are recorded after the batch: no two
         # awaited hooks per call on the hot path.
-        observer = batch if self.enable_acting_log or batch.observer is not None else None
+        observer = (
+            batch
+            if self.enable_acting_log or batch.observer is not None or batch.tracer is not None
+            else None
+        )
         jobs: list[Job] = []
         for call in calls:
             found = self.resolve(call.name, config)
@@ -301,10 +326,14 @@ class AgentToolNode:
             request = ToolCallRequest(call, batch.state, config, found)
             timeout = found.timeout or self.tool_execution_timeout
             jobs.append(Job(invoke, timeout, found.limiter, request, observer))
-        if parallel:
-            await run_parallel(jobs, self._limiter)
-        else:
-            await run_sequential(jobs)
+        try:
+            if parallel:
+                await run_parallel(jobs, self._limiter)
+            else:
+                await run_sequential(jobs)
+        finally:
+            if batch.traces:
+                batch.abandon_traces()
         if observer is None:
             for job in jobs:
                 if job.status is not None:
@@ -353,8 +382,10 @@ class AgentToolNode:
             try:
                 return await handler(request)
             except ToolArgumentError as exc:
+                _trace_exception(exc)
                 return ToolCallResponse(f"Error: {exc}", is_error=True)
             except Exception as exc:
+                _trace_exception(exc)
                 self.log.warning(
                     "tool_call_failed",
                     call_id=request.call.id,

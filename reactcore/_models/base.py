@@ -100,11 +100,13 @@ class ModelRequest:
 
 @attrs.frozen
 class ModelResponse:
-    """A model's whole answer: the message, its token usage if reported, the raw payload."""
+    """A model's whole answer: the message, its token usage if reported, the raw payload,
+    and why the model stopped (``"stop"``, ``"tool_calls"``, ``"length"`` …) if it said."""
 
     message: AssistantMessage
     usage: Usage | None = None
     raw: Any = attrs.field(default=None, eq=False, repr=False)
+    finish_reason: str | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -182,4 +184,5 @@ class ChunkAssembler:
                     f"{'id' if not partial.id else 'name'}"
                 )
             calls.append(ToolCall(partial.id, partial.name, "".join(partial.arguments) or "{}"))
-        return ModelResponse(AssistantMessage("".join(self.text), calls), self.usage)
+        message = AssistantMessage("".join(self.text), calls)
+        return ModelResponse(message, self.usage, finish_reason=self.finish_reason)

@@ -278,7 +278,8 @@ def parse_completion(payload: Any) -> ModelResponse:
     message = _decode(
         assistant_from_wire, wire.choices[0].message, ModelError, "$.choices[0].message"
     )
-    return ModelResponse(message, _usage(wire.usage), raw=payload)
+    finish = wire.choices[0].finish_reason
+    return ModelResponse(message, _usage(wire.usage), raw=payload, finish_reason=finish)
 
 
 def _tool_call_delta(position: int, wire: _WireToolCallDelta) -> ToolCallDelta:
