@@ -106,7 +106,7 @@ class ModelResponse:
     message: AssistantMessage
     usage: Usage | None = None
     raw: Any = attrs.field(default=None, eq=False, repr=False)
-    finish_reason: str | None = attrs.field(default=None, kw_only=True)
+    finish_reason: str | None = attrs.field(default=None, kw_only=True, eq=False)
 
 
 @attrs.frozen
