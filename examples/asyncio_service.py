@@ -32,7 +32,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from reactcore import (
     AgentRun,
@@ -272,9 +272,58 @@ def create_app(make_agent: Callable[[], ReactAgent] = travel_agent) -> Starlette
     return app
 
 
+# --- tracing (optional: pip install 'reactcore[otel]' opentelemetry-sdk) --------------
+
+
+class RequestSpans:
+    """ASGI middleware: a SERVER span per HTTP request, current while the app handles it
+    (as an OpenTelemetry ASGI instrumentation would make), so the run a request starts
+    is traced under that request's span."""
+
+    def __init__(self, app: ASGIApp, tracer: Any) -> None:
+        self.app, self.tracer = app, tracer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from opentelemetry.trace import SpanKind
+
+        name = f"{scope['method']} {scope['path']}"
+        with self.tracer.start_as_current_span(name, kind=SpanKind.SERVER):
+            await self.app(scope, receive, send)
+
+
+def traced_app(tracer_provider: Any) -> Starlette:
+    """The service with OpenTelemetry on ``tracer_provider``: a span per request, and
+    under ``POST /runs`` the run's ``invoke_agent travel`` span with its ``chat`` and
+    ``execute_tool`` spans (``python examples/asyncio_service.py --otel`` prints them)."""
+
+    def make_agent() -> ReactAgent:
+        return attrs.evolve(travel_agent(), tracer_provider=tracer_provider)
+
+    app = create_app(make_agent)
+    app.add_middleware(RequestSpans, tracer=tracer_provider.get_tracer("asyncio_service"))
+    return app
+
+
+def console_tracing() -> Any:
+    """A tracer provider printing each span to stdout when it ends (the SDK's console
+    exporter); a real service exports to its collector instead."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+    return provider
+
+
 if __name__ == "__main__":
+    import sys
+
     import uvicorn
 
+    app = traced_app(console_tracing()) if "--otel" in sys.argv else create_app()
     # An open event stream would hold a graceful shutdown until its run ends: give the
     # streams 5 s, then uvicorn cancels them (and the lifespan cancels the runs).
-    uvicorn.run(create_app(), host="127.0.0.1", port=8000, timeout_graceful_shutdown=5)
+    uvicorn.run(app, host="127.0.0.1", port=8000, timeout_graceful_shutdown=5)

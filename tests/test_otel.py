@@ -3,14 +3,17 @@ exporter — their tree, names, attributes, statuses, and that none is left open
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -35,6 +38,8 @@ from reactcore.testing import HTTPReply, ScriptedChatModel, SSEReply, serve_open
 from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 class OpenSpans(SpanProcessor):
@@ -478,3 +483,41 @@ def test_reactcore_does_not_import_opentelemetry() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_service_example_traces_a_run_under_its_request(traces: Traces) -> None:
+    """examples/asyncio_service.py with tracing: the run started by ``POST /runs`` has its
+    invoke_agent span under that request's span, with the model and tool spans under it;
+    cancelling the slow tool over HTTP ends its span as cancelled."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        service = importlib.import_module("asyncio_service")
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    app = service.traced_app(traces.provider)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://service") as client,
+    ):
+        created = await client.post("/runs", json={"input": "Lisbon"})
+        run = app.state.runs.records[created.json()["run_id"]].run
+        async with run.events() as events:
+            async for event in events:
+                if isinstance(event, ToolCallStarted) and event.call_id == "call_hotels":
+                    cancel = await client.post(f"/runs/{run.run_id}/tools/call_hotels/cancel")
+                    assert cancel.json() == {"cancelled": True}
+        assert (await run.result()).text.startswith("Here is what I found.")
+    request_span = traces.named("POST /runs")
+    run_span = traces.named("invoke_agent travel")
+    assert run_span.parent is not None
+    assert run_span.parent.span_id == request_span.context.span_id
+    assert [s.name for s in traces.children(run_span)] == [
+        "chat",
+        "execute_tool weather",
+        "execute_tool find_hotels",
+        "chat",
+    ]
+    hotels = traces.named("execute_tool find_hotels")
+    assert attributes(hotels)["reactcore.tool.outcome"] == "cancelled"
+    assert traces.opened.open == {}
