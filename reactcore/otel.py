@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -37,6 +38,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvid
 from . import _tracing
 from ._messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ._models.base import ChatModel, ModelRequest, ModelResponse, Usage
+from ._models.openai import OpenAIChatModel
 from ._result import TOKEN_USAGE
 from ._scheduler import Status as JobStatus
 
@@ -124,8 +126,6 @@ def _provider(model: Any) -> str:
     named = getattr(model, "provider_name", None)
     if isinstance(named, str):
         return named
-    from ._models.openai import OpenAIChatModel
-
     return "openai" if isinstance(model, OpenAIChatModel) else "_OTHER"
 
 
@@ -134,7 +134,25 @@ def _model_name(model: Any, request: ModelRequest) -> str | None:
     return name if isinstance(name, str) else None
 
 
+_servers: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def _server(model: Any) -> dict[str, Any]:
+    """``server.address`` and ``server.port`` of the model's ``base_url``, if it has one
+    (parsed once per model)."""
+    try:
+        return _servers[model]
+    except (KeyError, TypeError):  # not seen yet; or not weakly referable
+        pass
+    found = _parse_server(model)
+    try:
+        _servers[model] = found
+    except TypeError:
+        pass
+    return found
+
+
+def _parse_server(model: Any) -> dict[str, Any]:
     base_url = getattr(model, "base_url", None)
     if not isinstance(base_url, str):
         return {}
@@ -260,8 +278,12 @@ class _ToolTrace:
     def ended(self, job: Job | None, response: ToolResponse | None) -> None:
         span = self.span
         if job is None or response is None:
-            span.set_attribute(TOOL_OUTCOME, "cancelled")
-            _fail(span, "cancelled", "the batch was cancelled before the call ended")
+            if self.error is not None:  # the tool's error propagated (always_throw)
+                span.set_attribute(TOOL_OUTCOME, "error")
+                _fail(span, self.error, "the tool failed and its error ended the batch")
+            else:
+                span.set_attribute(TOOL_OUTCOME, "cancelled")
+                _fail(span, "cancelled", "the batch was cancelled before the call ended")
         else:
             span.set_attribute(TOOL_DURATION, job.duration)
             self._outcome(job, response)

@@ -23,11 +23,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from reactcore import (
+    DefaultToolExceptionProcessor,
     OpenAIChatModel,
     ReactAgent,
     RunCancelled,
     RunnableConfig,
     ToolCallStarted,
+    ToolExecutionError,
     ToolResponseMessage,
     Usage,
     tool,
@@ -520,4 +522,27 @@ async def test_service_example_traces_a_run_under_its_request(traces: Traces) ->
     ]
     hotels = traces.named("execute_tool find_hotels")
     assert attributes(hotels)["reactcore.tool.outcome"] == "cancelled"
+    assert traces.opened.open == {}
+
+
+async def test_tool_error_that_ends_the_run(traces: Traces) -> None:
+    """With always_throw a tool's error ends the run: its span still ends, as an error
+    with the tool's exception, and so does the run span."""
+    model = ScriptedChatModel([asks(("c1", "broken", {"city": "Rome"}))])
+    agent = ReactAgent(
+        "a",
+        model,
+        tools=[broken],
+        exception_processor=DefaultToolExceptionProcessor(always_throw=True),
+        tracer_provider=traces.provider,
+    )
+    with pytest.raises(ToolExecutionError):
+        await agent.invoke("go")
+    tool_span = traces.named("execute_tool broken")
+    assert attributes(tool_span)["reactcore.tool.outcome"] == "error"
+    assert attributes(tool_span)["error.type"] == "RuntimeError"
+    assert tool_span.status.status_code is StatusCode.ERROR
+    run_span = traces.named("invoke_agent a")
+    assert attributes(run_span)["error.type"] == "ToolExecutionError"
+    assert attributes(run_span)["reactcore.run.status"] == "failed"
     assert traces.opened.open == {}
