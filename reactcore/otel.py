@@ -25,7 +25,7 @@ import json
 import os
 import weakref
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -145,10 +145,8 @@ def _server(model: Any) -> dict[str, Any]:
     except (KeyError, TypeError):  # not seen yet; or not weakly referable
         pass
     found = _parse_server(model)
-    try:
+    with suppress(TypeError):
         _servers[model] = found
-    except TypeError:
-        pass
     return found
 
 
