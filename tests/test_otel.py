@@ -546,3 +546,22 @@ async def test_tool_error_that_ends_the_run(traces: Traces) -> None:
     assert attributes(run_span)["error.type"] == "ToolExecutionError"
     assert attributes(run_span)["reactcore.run.status"] == "failed"
     assert traces.opened.open == {}
+
+
+def test_tracer_provider_without_opentelemetry_says_what_to_install() -> None:
+    """Without opentelemetry installed, tracer_provider= fails at construction with an
+    ImportError naming the extra to install."""
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None\n"
+        "import reactcore\n"
+        "from reactcore.testing import ScriptedChatModel\n"
+        "try:\n"
+        "    reactcore.ReactAgent('a', ScriptedChatModel(['hi']), tracer_provider=object())\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert (
+        out.stdout.strip() == "tracer_provider needs OpenTelemetry: pip install 'reactcore[otel]'"
+    )
