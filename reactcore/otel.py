@@ -36,6 +36,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
 from . import _tracing
+from ._exceptions import RunCancelled
 from ._messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ._models.base import ChatModel, ModelRequest, ModelResponse, Usage
 from ._models.openai import OpenAIChatModel
@@ -220,7 +221,9 @@ class _RunTrace:
         state = result.state if result is not None else run.state
         usage = state.get(TOKEN_USAGE) if state is not None else None
         _usage_attributes(self.span, usage)
-        if error is not None:
+        if isinstance(error, RunCancelled):  # as a cancelled model or tool call says it
+            _fail(self.span, "cancelled", str(error))
+        elif error is not None:
             self.span.record_exception(error)
             _fail(self.span, error_type(error), f"the run {status}: {error}")
 

@@ -416,6 +416,7 @@ async def test_run_cancelled_mid_batch_leaves_no_span_open(traces: Traces, paral
     assert run_span.parent.span_id == request_span.get_span_context().span_id
     assert run_span.status.status_code is StatusCode.ERROR
     assert attributes(run_span)["reactcore.run.status"] == "cancelled"
+    assert attributes(run_span)["error.type"] == "cancelled"
     tool_spans = [s for s in traces.spans if s.name == "execute_tool slow"]
     assert len(tool_spans) == (2 if parallel else 1)
     for span in tool_spans:
