@@ -35,7 +35,7 @@ from reactcore import (
     tool,
 )
 from reactcore.interceptors import ModelFallbackInterceptor
-from reactcore.otel import OpenTelemetryTracer, instrument, uninstrument
+from reactcore.otel import CAPTURE_CONTENT_ENV, OpenTelemetryTracer, instrument, uninstrument
 from reactcore.testing import HTTPReply, ScriptedChatModel, SSEReply, serve_openai_compatible
 from tests.helpers import asks
 
@@ -566,3 +566,17 @@ def test_tracer_provider_without_opentelemetry_says_what_to_install() -> None:
     assert (
         out.stdout.strip() == "tracer_provider needs OpenTelemetry: pip install 'reactcore[otel]'"
     )
+
+
+def test_content_capture_follows_the_conventions_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true opts in; unset, it is off;
+    an explicit capture_content wins over it."""
+    monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    assert not OpenTelemetryTracer().capture_content
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    assert OpenTelemetryTracer().capture_content
+    assert not OpenTelemetryTracer(capture_content=False).capture_content
+    try:
+        assert not instrument(capture_content=False).capture_content
+    finally:
+        uninstrument()
