@@ -151,6 +151,10 @@ class ReactAgent:
         interceptors = [*hook_interceptors, *self.interceptors]
         model_chain, tool_chain = _split_interceptors(interceptors)
         tools = _gather_tools(self._hooks, interceptors, self.tools)
+        if self.tool_resolver is None:  # a resolver's tools are known only at run time
+            for hook in self._hooks:
+                if callable(check := getattr(hook, "check_tools", None)):
+                    check([t.name for t in tools])
         self._strategies = {}
         for hook in self._hooks:
             self._strategies.update(getattr(hook, "key_strategies", {}))
