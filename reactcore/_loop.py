@@ -122,12 +122,7 @@ async def starting_point(
     where = f"thread {config.thread_id!r}"
     if checkpoint is None:
         if value is None or isinstance(value, Resume):
-            why = (
-                "has no checkpoint"
-                if agent.saver and config.thread_id
-                else ("cannot be resumed without a saver and a thread_id")
-            )
-            raise ValueError(f"nothing to resume: {where} {why}")
+            raise ValueError(f"nothing to resume: {_no_checkpoint(agent, config)}")
         return Start(OverAllState({}, strategies).merge(input_update(value)), "model", True)
     state = OverAllState(checkpoint.state.data, strategies)
     pending = checkpoint.next != "end"
@@ -150,6 +145,21 @@ async def starting_point(
             f"{calls}); resume it with invoke(None, config) before sending new input"
         )
     return Start(state.merge(input_update(value)), "model", True)
+
+
+def _no_checkpoint(agent: ReactAgent, config: RunnableConfig) -> str:
+    """Why a run cannot resume: what is missing, and how to give it."""
+    if agent.saver is None:
+        return (
+            "an agent without a saver keeps no checkpoints (give it saver=MemorySaver() or "
+            "SqliteSaver(path))"
+        )
+    if config.thread_id is None:
+        return (
+            "the config has no thread_id: name the thread to resume, "
+            "invoke(None, RunnableConfig(thread_id=...))"
+        )
+    return f"thread {config.thread_id!r} has no checkpoint"
 
 
 def apply_decisions(

@@ -286,7 +286,59 @@ async def test_tool_thread_limit_counts_from_the_state() -> None:
     result = await agent.invoke({"messages": [UserMessage("go")], "_tool_call_count_*_": 2})
     assert runs == ["ping"]
     assert result.state["_tool_call_count_*_"] == 3
-    assert "thread limit (2/3)" in seen_responses(model.requests[1])[1].response_data
+    assert seen_responses(model.requests[1])[1].response_data == (
+        "Error: Tool call limits exceeded: thread limit (3/3); 1 of the 2 calls of this turn "
+        "not run"
+    )
+
+
+async def test_tool_limit_continue_message_counts_the_calls_let_through() -> None:
+    """The text the model reads reports the counts after the calls of the turn that ran:
+    thread limit 3 with 1 call before, a turn of 3 calls of 'ping' → 2 run, the third
+    reads '(3/3)' and how many of the turn did not run; the run count too."""
+    model = ScriptedChatModel([*calling("ping", 1, per_turn=3), "done"])
+    agent = ReactAgent(
+        "a",
+        model,
+        tools=[counting_tool("ping", [])],
+        hooks=[ToolCallLimitHook(thread_limit=3, run_limit=2, tool_name="ping")],
+    )
+    state = {"messages": [UserMessage("go")], "_tool_call_count_ping_": 1}
+    result = await agent.invoke(state)
+    seen = seen_responses(model.requests[1])
+    assert [r.is_error for r in seen] == [False, False, True]
+    assert seen[2].response_data == (
+        "Error: Tool call limits exceeded: thread limit (3/3), run limit (2/2); 1 of the 3 "
+        "'ping' calls of this turn not run"
+    )
+    assert result.state["_tool_call_count_ping_"] == 3
+
+
+@pytest.mark.parametrize("exit_behavior", ["end", "error"])
+async def test_tool_limit_end_and_error_messages_count_before_the_turn(
+    exit_behavior: str,
+) -> None:
+    """With "end" and "error" no call of the turn runs, so the counts are those before it,
+    and the text says how many the turn asked for: one call made (run limit 2), a turn of
+    3 → 'run limit (1/2); this turn asked for 3 more calls, none was run'."""
+    runs: list[str] = []
+    model = ScriptedChatModel([*calling("ping", 1), *calling("ping", 1, per_turn=3), "x"])
+    hook = ToolCallLimitHook(run_limit=2, exit_behavior=exit_behavior)  # type: ignore[arg-type]
+    agent = ReactAgent("a", model, tools=[counting_tool("ping", runs)], hooks=[hook])
+    expected = (
+        "Tool call limits exceeded: run limit (1/2); this turn asked for 3 more calls, none was run"
+    )
+    if exit_behavior == "error":
+        with pytest.raises(CallLimitExceeded) as info:
+            await agent.invoke("go")
+        assert str(info.value) == expected
+    else:
+        result = await agent.invoke("go")
+        assert result.text == expected
+        last_turn = result.messages[-2]
+        assert isinstance(last_turn, ToolResponseMessage)
+        assert {r.response_data for r in last_turn.responses} == {f"Error: {expected}"}
+    assert runs == ["ping"]
 
 
 async def test_two_tool_limits_each_count_their_own_tool() -> None:
