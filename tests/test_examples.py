@@ -322,3 +322,61 @@ def test_quickstart_offline_and_on_an_endpoint() -> None:
     assert online.stdout.strip() == "from the endpoint"
     tool_answers = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert tool_answers == ["A: 18 °C, light rain", "B: 18 °C, light rain"]
+
+
+async def run_example_on(backend: str, name: str) -> str:
+    """Run an example script on ``backend`` (from a test on that backend); its stdout."""
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    with anyio.fail_after(60):
+        done = await anyio.run_process(
+            [sys.executable, str(EXAMPLES / f"{name}.py"), backend], env=env, check=False
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode()
+
+
+async def test_cancel_long_tool(anyio_backend: str) -> None:
+    """cancel_long_tool: once the quick call has finished, the caller cancels the slow
+    one by its call id; the tool's cleanup runs, the events (printed as JSON) go started,
+    started, finished, cancelled, and the model reads why the slow call has no answer;
+    the run ends in well under the slow tool's 30 s."""
+    out = await run_example_on(anyio_backend, "cancel_long_tool")
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    tools = [(e["type"], e["call_id"]) for e in events if e["type"].startswith("tool_call")]
+    assert tools == [
+        ("tool_call_started", "call_lookup"),
+        ("tool_call_started", "call_report"),
+        ("tool_call_finished", "call_lookup"),
+        ("tool_call_cancelled", "call_report"),
+    ]
+    cancelled = next(e for e in events if e["type"] == "tool_call_cancelled")
+    assert cancelled["reason"] == "the report is not needed"
+    assert events[-1]["type"] == "run_finished"
+    assert "(cancel_tool('call_report') -> True)" in out
+    assert out.index("cleanup ran") < out.index('"tool_call_cancelled"')
+    assert (
+        "answer: lookup: Lisbon is in Portugal | yearly_report: Error: Tool execution was "
+        "cancelled by the caller: the report is not needed"
+    ) in out
+    took = re.search(r"the run took ([\d.]+) s", out)
+    assert took is not None and float(took[1]) < 10, out
+
+
+async def test_resume_after_crash(anyio_backend: str) -> None:
+    """resume_after_crash: the child, killed with SIGKILL once three calls are
+    checkpointed, ran w0–w2; the parent resumed the thread and ran only w3 and w4; no
+    call ran twice, and the answer counts the model call made before the crash."""
+    out = await run_example_on(anyio_backend, "resume_after_crash")
+    child = re.search(r"child \(pid (\d+)\) killed with SIGKILL: exit status -9", out)
+    parent = re.search(r"parent \(pid (\d+)\): resuming", out)
+    assert child is not None and parent is not None, out
+    ran = re.findall(r"^(w\d) ran in the (child|parent) \(pid (\d+)\)$", out, re.MULTILINE)
+    assert ran == [
+        ("w0", "child", child[1]),
+        ("w1", "child", child[1]),
+        ("w2", "child", child[1]),
+        ("w3", "parent", parent[1]),
+        ("w4", "parent", parent[1]),
+    ]
+    assert "each call ran once" in out
+    assert "answer: 5 items done (2 model calls)" in out
