@@ -26,7 +26,7 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 
-from reactcore import AssistantMessage, ToolCall, Usage
+from reactcore import AssistantMessage, ToolCall, Usage, event_from_json, to_json
 from reactcore.testing import HTTPReply, SSEReply, serve_openai_compatible
 
 pytestmark = pytest.mark.anyio
@@ -67,7 +67,8 @@ class EventReader:
     seen: list[str] = attrs.Factory(list)
 
     async def next(self) -> tuple[str, Any] | None:
-        """The next event's name and data; None once the stream has ended."""
+        """The next event's name and data; None once the stream has ended. The data is
+        the event's JSON form: it reads back with event_from_json, as its ``type``."""
         name, data = None, None
         async for line in self.lines:
             if line.startswith("event: "):
@@ -75,6 +76,8 @@ class EventReader:
             elif line.startswith("data: "):
                 data = json.loads(line.removeprefix("data: "))
             elif not line and name is not None:
+                assert data["type"] == name
+                assert to_json(event_from_json(data)) == data
                 self.seen.append(name)
                 return name, data
         return None
@@ -123,20 +126,22 @@ async def exercise_service(base_url: str) -> str:
         # One slow call cancelled: the run goes on, and the model is told why.
         run_id = await start_run(client, "Lisbon")
         async with read_events(client, run_id) as events:
-            started = await events.until("ToolCallStarted", name="find_hotels")
+            started = await events.until("tool_call_started", name="find_hotels")
             cancel_url = f"/runs/{run_id}/tools/{started['call_id']}/cancel"
             response = await client.post(cancel_url, params={"reason": "too slow"})
             assert response.json() == {"cancelled": True}
-            cancelled = await events.until("ToolCallCancelled")
-            finished = await events.until("RunFinished")
+            cancelled = await events.until("tool_call_cancelled")
+            finished = await events.until("run_finished")
             assert await events.rest() == []  # the last event ends the stream
         assert cancelled == {
+            "type": "tool_call_cancelled",
             "call_id": started["call_id"],
             "name": "find_hotels",
             "reason": "too slow",
         }
-        assert "ToolCallFinished" in events.seen  # the weather call, which went on
-        text = finished["text"]
+        assert "tool_call_finished" in events.seen  # the weather call, which went on
+        text = finished["result"]["text"]
+        assert finished["result"]["status"] == "finished"
         assert "weather: sunny, 24 °C in Lisbon" in text
         assert "find_hotels: Error: Tool execution was cancelled by the caller: too slow" in text
         assert (await client.post(cancel_url)).json() == {"cancelled": False}
@@ -145,23 +150,32 @@ async def exercise_service(base_url: str) -> str:
             "status": "finished",
             "text": text,
             "error": None,
+            "listening": False,
         }
 
         # The whole run cancelled: its events end with RunFailed.
         run_id = await start_run(client, "Oslo")
         async with read_events(client, run_id) as events:
-            await events.until("ToolCallStarted", name="find_hotels")
+            await events.until("tool_call_started", name="find_hotels")
             assert (await client.delete(f"/runs/{run_id}")).json() == {"cancelled": True}
-            failed = await events.until("RunFailed")
+            failed = await events.until("run_failed")
             assert await events.rest() == []
-        assert failed["error"] == "RunCancelled"
+        assert failed["error"]["type"] == "RunCancelled"
         assert (await run_status(client, run_id))["status"] == "cancelled"
 
         # A run still going (its reader gone) when the server stops.
         run_id = await start_run(client, "Rome")
         async with read_events(client, run_id) as events:
-            await events.until("ToolCallStarted", name="find_hotels")
-        assert (await run_status(client, run_id))["status"] == "running"
+            await events.until("tool_call_started", name="find_hotels")
+            assert (await run_status(client, run_id))["listening"] is True
+            second = await client.get(f"/runs/{run_id}/events")  # one reader per run
+            assert second.status_code == 409
+        # The client left: the server closes the run's event stream. It notices the
+        # disconnect in its own thread, with nothing here to wait on: ask until it has.
+        with anyio.fail_after(5):
+            while (status := await run_status(client, run_id))["listening"]:  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+        assert status["status"] == "running"
         assert (await client.get("/runs/nope")).status_code == 404
     return run_id
 
