@@ -99,9 +99,10 @@ class CallLimitExceeded(ReactcoreError):
 
 
 class OutputParseError(ReactcoreError, ValueError):
-    """Raised by ``ReactAgent`` when the final text does not parse as ``output_type``.
+    """Raised by ``ReactAgent`` when the final answer does not parse as ``output_type``,
+    after the model was asked again ``output_retries`` times.
 
-    ``raw`` is the model's text, kept so nothing is lost.
+    ``raw`` is the model's last answer (its text, or its ``final_answer`` arguments).
     """
 
     def __init__(self, message: str, *, raw: str) -> None:

@@ -265,14 +265,27 @@ def test_sync_tools(backend: str) -> None:
 
 
 def test_structured_output() -> None:
-    """structured_output: the JSON answer (in a code fence) comes back as a Trip; an
-    answer that does not fit raises OutputParseError naming the field."""
+    """structured_output: the JSON answer (in a code fence) comes back as a Trip, the
+    schema sent as a strict response_format and in the prompt; an answer that does not
+    fit is sent back with the error and the second one used; answers that never fit
+    raise OutputParseError naming the field; in tool mode the final_answer call is the
+    output."""
     done = run_example("structured_output")
     assert done.returncode == 0, done.stderr
-    assert "output: Trip(city='Lisbon', days=3, highlights=['Alfama', 'Belém'])" in done.stdout
-    assert "3 days in Lisbon: Alfama, Belém" in done.stdout
-    assert "Answer with JSON only, following this JSON Schema:" in done.stdout
-    assert "OutputParseError: " in done.stdout and "@ output.days" in done.stdout
+    out = done.stdout
+    trip = "Trip(city='Lisbon', days=3, highlights=['Alfama', 'Belém'])"
+    assert f"output: {trip}" in out
+    assert "3 days in Lisbon: Alfama, Belém" in out
+    assert "response_format: json_schema 'Trip', strict=True" in out
+    assert "Answer with JSON only, following this JSON Schema:" in out
+    assert (
+        "asked again with: Your answer could not be used: the final answer does not fit "
+        "Trip: expected an integer, got str 'three' @ output.days. Answer again."
+    ) in out
+    assert f"second answer: {trip} (2 model calls)" in out
+    assert "OutputParseError: " in out and "@ output.days" in out
+    assert "tools the model saw: ['final_answer']" in out
+    assert f"from final_answer: {trip}" in out
 
 
 def openai_env(**values: str) -> dict[str, str]:
