@@ -7,9 +7,21 @@ call or the whole run. Offline: a ScriptedChatModel stands in for the model.
     POST   /runs/{run_id}/tools/{call_id}/cancel[?reason=...]  → {"cancelled": true}
     DELETE /runs/{run_id}                     cancel the run
 
-Runs live in a task group owned by the app's lifespan: when the server stops, the runs
-still going are cancelled, so none outlives the app. Only anyio is used, so the same app
-runs on trio too (see ``trio_service.py``).
+The recipe, for any ASGI app:
+
+- Runs live in a task group owned by the app's lifespan (``Runs.lifespan``): a request
+  starts a run with ``await group.start(...)`` and gets its handle back; when the server
+  stops, the runs still going are cancelled, so none outlives the app.
+- Events are streamed as server-sent events in their documented JSON form:
+  ``event: <type>`` and ``data: <json.dumps(reactcore.to_json(event))>``; a client reads
+  them back with ``reactcore.event_from_json``.
+- However the response ends (the client left, the server stopped), the run's event
+  stream is closed, so the run never waits for a reader that is gone.
+- ``run.cancel_tool(call_id, reason)`` cancels one call (the model is told why);
+  ``run.cancel()`` cancels the run (its stream ends with ``run_failed``).
+
+Only anyio is used, so the same app runs on trio too (see ``trio_service.py``). Needs the
+``examples`` extra (``pip install -e '.[examples]'``).
 
     python examples/asyncio_service.py
     curl -s -X POST localhost:8000/runs -d '{"input": "Lisbon"}'
@@ -42,11 +54,9 @@ from reactcore import (
     ModelRequest,
     ReactAgent,
     RunCancelled,
-    RunFailed,
-    RunFinished,
-    RunInterrupted,
     ToolCall,
     ToolResponseMessage,
+    to_json,
     tool,
 )
 from reactcore.testing import ScriptedChatModel
@@ -95,12 +105,14 @@ def travel_agent() -> ReactAgent:
 
 @attrs.define(eq=False)
 class RunRecord:
-    """A run the app started: its handle, and how it ended once it has."""
+    """A run the app started: its handle, how it ended once it has, and whether a client
+    is reading its events (``listening``)."""
 
     run: AgentRun
     status: str = "running"
     text: str | None = None
     error: str | None = None
+    listening: bool = False
 
     async def follow(self) -> None:
         """Wait for the run's end and record how it ended."""
@@ -119,6 +131,7 @@ class RunRecord:
             "status": self.status,
             "text": self.text,
             "error": self.error,
+            "listening": self.listening,
         }
 
 
@@ -168,29 +181,27 @@ class Runs:
 # --- events as server-sent events -----------------------------------------------------
 
 
-def event_json(event: Event) -> dict[str, Any]:
-    """An event's fields as JSON; the end of a run as its answer or its error."""
-    if isinstance(event, RunFinished):
-        return {"text": event.result.text, "model_calls": event.result.model_calls}
-    if isinstance(event, RunFailed):
-        return {"error": type(event.error).__name__, "message": str(event.error)}
-    if isinstance(event, RunInterrupted):
-        return {"calls": [attrs.asdict(call) for call in event.calls]}
-    return attrs.asdict(event)
+def server_sent_event(event: Event) -> str:
+    """One event as a server-sent event: its JSON ``type``, and its JSON form as data."""
+    data = to_json(event)
+    return f"event: {data['type']}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
 async def _sse(events: EventStream) -> AsyncIterator[str]:
     async for event in events:
-        yield f"event: {type(event).__name__}\ndata: {json.dumps(event_json(event))}\n\n"
+        yield server_sent_event(event)
 
 
 class EventSourceResponse(StreamingResponse):
-    """A run's events: ``event: <event class>`` and ``data: <json>`` for each."""
+    """A run's events: ``event: <type>`` and ``data: <its JSON form>`` for each."""
 
-    def __init__(self, events: EventStream) -> None:
+    def __init__(self, record: RunRecord) -> None:
+        events = record.run.events()  # RuntimeError if the run has a reader already
         headers = {"cache-control": "no-cache"}
         super().__init__(_sse(events), media_type="text/event-stream", headers=headers)
         self.events = events
+        self.record = record
+        record.listening = True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # However the response ends (the client left, the server stopped), stop
@@ -199,6 +210,7 @@ class EventSourceResponse(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             await self.events.aclose()
+            self.record.listening = False
 
 
 # --- the routes -----------------------------------------------------------------------
@@ -229,12 +241,10 @@ async def get_run(request: Request) -> Response:
 
 
 async def run_events(request: Request) -> Response:
-    record = _record(request)
     try:
-        events = record.run.events()
+        return EventSourceResponse(_record(request))
     except RuntimeError as exc:  # one reader per run
         raise HTTPException(409, str(exc)) from exc
-    return EventSourceResponse(events)
 
 
 async def cancel_tool(request: Request) -> Response:

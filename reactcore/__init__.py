@@ -37,6 +37,7 @@ from ._exceptions import ModelStreamError as ModelStreamError
 from ._exceptions import ModelTimeoutError as ModelTimeoutError
 from ._exceptions import OutputParseError as OutputParseError
 from ._exceptions import ReactcoreError as ReactcoreError
+from ._exceptions import ReportedError as ReportedError
 from ._exceptions import RunCancelled as RunCancelled
 from ._exceptions import ToolArgumentError as ToolArgumentError
 from ._exceptions import ToolExecutionError as ToolExecutionError
@@ -70,6 +71,8 @@ from ._run import AgentRun as AgentRun
 from ._run import EventStream as EventStream
 from ._serde import messages_from_wire as messages_from_wire
 from ._serde import messages_to_wire as messages_to_wire
+from ._shapes import event_from_json as event_from_json
+from ._shapes import to_json as to_json
 from ._state import KeyStrategy as KeyStrategy
 from ._state import OverAllState as OverAllState
 from ._state import Remove as Remove
@@ -133,6 +136,7 @@ __all__ = [
     "ReactcoreError",
     "Reject",
     "Remove",
+    "ReportedError",
     "Resume",
     "RunCancelled",
     "RunFailed",
@@ -168,8 +172,10 @@ __all__ = [
     "UserMessage",
     "check_cancelled",
     "dump_checkpoint",
+    "event_from_json",
     "load_checkpoint",
     "messages_from_wire",
     "messages_to_wire",
+    "to_json",
     "tool",
 ]

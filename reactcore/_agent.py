@@ -8,8 +8,6 @@ The loop itself (``_loop``) alternates reasoning (``AgentLlmNode``) and acting
 from __future__ import annotations
 
 import functools
-import json
-import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -17,29 +15,26 @@ from typing import Any
 
 import anyio
 import attrs
-import cattrs
 
 from ._approval import Interrupt, Resume
 from ._checkpoint import Saver
 from ._config import RunnableConfig
 from ._events import RunFailed, RunFinished, RunInterrupted
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
-from ._exceptions import OutputParseError, RunCancelled
+from ._exceptions import RunCancelled
 from ._hooks import Hook, order_hooks
 from ._interceptors import ModelInterceptor, ToolInterceptor
 from ._llm_node import AgentLlmNode
 from ._logging import get_logger
 from ._loop import AgentInput, Loop, final_text, returned_direct, starting_point
 from ._models.base import ChatModel
+from ._output import OUTPUT_MODES, OutputMode, final_answer_tool, parse_output, response_format
 from ._result import AgentResult
 from ._run import AgentRun, EventStream
-from ._serde import converter, describe_error
 from ._state import MESSAGES, KeyStrategy, OverAllState
 from ._tool_node import AgentToolNode, ToolResolver
 from ._tools import Tool
 from ._tracing import Tracer, ambient, current, tracer_for
-
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
 def _split_interceptors(
@@ -79,24 +74,6 @@ def _gather_tools(
     return list(found.values())
 
 
-def parse_output(text: str, output_type: type) -> Any:
-    """``text`` (JSON, optionally in a code fence) structured as ``output_type``."""
-    fenced = _FENCE.match(text)
-    raw = fenced.group(1) if fenced else text
-    try:
-        return converter.structure(json.loads(raw), output_type)
-    except json.JSONDecodeError as exc:
-        raise OutputParseError(
-            f"the final answer is not JSON for {output_type.__name__}: {exc.msg}", raw=text
-        ) from exc
-    except (cattrs.BaseValidationError, TypeError, ValueError) as exc:
-        raise OutputParseError(
-            f"the final answer does not fit {output_type.__name__}: "
-            f"{describe_error(exc, 'output')}",
-            raw=text,
-        ) from exc
-
-
 def _non_empty(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("a ReactAgent needs a non-empty name")
@@ -124,6 +101,10 @@ class ReactAgent:
     output_key: str | None = attrs.field(default=None, kw_only=True)
     output_schema: str | None = attrs.field(default=None, kw_only=True)
     output_type: type | None = attrs.field(default=None, kw_only=True)
+    output_mode: OutputMode = attrs.field(
+        default="response_format", kw_only=True, validator=attrs.validators.in_(OUTPUT_MODES)
+    )
+    output_retries: int = attrs.field(default=1, kw_only=True, validator=attrs.validators.ge(0))
     max_iterations: int | None = attrs.field(default=25, kw_only=True)
     exception_processor: ToolExceptionProcessor | None = attrs.field(default=None, kw_only=True)
     tool_context: Mapping[str, Any] = attrs.field(factory=dict, kw_only=True)
@@ -154,7 +135,14 @@ class ReactAgent:
         hook_interceptors = [i for h in self._hooks for i in getattr(h, "interceptors", ())]
         interceptors = [*hook_interceptors, *self.interceptors]
         model_chain, tool_chain = _split_interceptors(interceptors)
-        tools = _gather_tools(self._hooks, interceptors, self.tools)
+        answer_tool = []
+        if self.output_type is not None and self.output_mode == "tool":
+            answer_tool = [final_answer_tool(self.output_type)]
+        tools = _gather_tools(self._hooks, interceptors, [*self.tools, *answer_tool])
+        if self.tool_resolver is None:  # a resolver's tools are known only at run time
+            for hook in self._hooks:
+                if callable(check := getattr(hook, "check_tools", None)):
+                    check([t.name for t in tools])
         self._strategies = {}
         for hook in self._hooks:
             self._strategies.update(getattr(hook, "key_strategies", {}))
@@ -166,7 +154,12 @@ class ReactAgent:
             system_prompt=self.system_prompt,
             instruction=self.instruction,
             output_schema=self.output_schema,
-            output_type=self.output_type,
+            output_type=None if answer_tool else self.output_type,
+            response_format=(
+                response_format(self.output_type)
+                if self.output_type is not None and self.output_mode == "response_format"
+                else None
+            ),
             output_key=self.output_key,
             tools=tools,
             model_interceptors=model_chain,

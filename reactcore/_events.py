@@ -82,7 +82,8 @@ class ToolCallCancelled:
 
 @attrs.frozen
 class StateUpdated:
-    """A step of the loop (``node``: a hook position, "model" or "tools") changed ``keys``."""
+    """A step of the loop (``node``: a hook position, "model", "tools", or "output" when
+    a structured answer was checked) changed ``keys``."""
 
     node: str
     keys: tuple[str, ...]

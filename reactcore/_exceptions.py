@@ -13,6 +13,7 @@
      ├── CallLimitExceeded         a limit hook with ``exit_behavior="error"`` tripped
      ├── RunCancelled              the caller cancelled the run (``run.cancel()``)
      ├── OutputParseError          the final answer does not parse as ``output_type``
+     ├── ReportedError             a run's error read back from JSON (``event_from_json``)
      └── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
@@ -98,9 +99,10 @@ class CallLimitExceeded(ReactcoreError):
 
 
 class OutputParseError(ReactcoreError, ValueError):
-    """Raised by ``ReactAgent`` when the final text does not parse as ``output_type``.
+    """Raised by ``ReactAgent`` when the final answer does not parse as ``output_type``,
+    after the model was asked again ``output_retries`` times.
 
-    ``raw`` is the model's text, kept so nothing is lost.
+    ``raw`` is the model's last answer (its text, or its ``final_answer`` arguments).
     """
 
     def __init__(self, message: str, *, raw: str) -> None:
@@ -121,6 +123,15 @@ class RunCancelled(ReactcoreError):
         super().__init__(message)
         self.messages = list(messages)
         self.state = state
+
+
+class ReportedError(ReactcoreError):
+    """The error of a ``RunFailed`` read back by ``event_from_json``: only the original
+    exception's class name (``type_name``) and message travel in JSON."""
+
+    def __init__(self, message: str, *, type_name: str) -> None:
+        super().__init__(message)
+        self.type_name = type_name
 
 
 class ScriptExhaustedError(ReactcoreError, RuntimeError):

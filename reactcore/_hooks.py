@@ -12,6 +12,11 @@ update steer the loop instead of landing in the state:
 
 A hook may also bring ``tools``, ``interceptors`` and ``key_strategies``, and say it
 ``requires_saver``. Hooks run ordered by ``order`` (default 0), then by position.
+
+A hook with a ``check_tools(names)`` method is given the names of the agent's tools at
+construction (its own, the hooks' and the interceptors'), so a hook naming tools can
+refuse unknown ones early (``ValueError``); the agent skips this when it has a
+``tool_resolver``, whose tools are known only at run time.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from ._logging import get_logger
 from ._messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ._models.base import (
     ChatModel,
+    ChatOptions,
     ChunkAssembler,
     ModelChunk,
     ModelRequest,
@@ -156,6 +157,7 @@ class AgentLlmNode:
     output_schema: str | None = attrs.field(default=None, kw_only=True)
     output_type: type | None = attrs.field(default=None, kw_only=True)
     output_key: str | None = attrs.field(default=None, kw_only=True)
+    response_format: Mapping[str, Any] | None = attrs.field(default=None, kw_only=True)
     tools: Sequence[Tool] = attrs.field(default=(), kw_only=True)
     model_interceptors: Sequence[ModelInterceptor] = attrs.field(default=(), kw_only=True)
     enable_reasoning_log: bool = attrs.field(default=False, kw_only=True)
@@ -230,6 +232,7 @@ class AgentLlmNode:
             system,
             tools=[s.name for s in self._specs],
             tool_specs=self._specs,
+            options=ChatOptions(response_format=self.response_format),
             context=config.context,
         )
 

@@ -29,7 +29,7 @@ from ._events import (
     ToolCallStarted,
     ToolCallTimedOut,
 )
-from ._exceptions import MaxIterationsExceeded
+from ._exceptions import MaxIterationsExceeded, OutputParseError
 from ._hooks import HookOutcome, JumpTarget, Position, run_hooks
 from ._llm_node import CHUNK_LISTENER, MODEL_ITERATION, RUN_ID
 from ._messages import (
@@ -41,6 +41,7 @@ from ._messages import (
     UserMessage,
 )
 from ._models.base import ModelChunk, Usage
+from ._output import FINAL_ANSWER, parse_output, retry_message, take_final_answer
 from ._result import TOKEN_USAGE, AgentResult
 from ._run import AgentRun
 from ._scheduler import Job, Status
@@ -122,12 +123,7 @@ async def starting_point(
     where = f"thread {config.thread_id!r}"
     if checkpoint is None:
         if value is None or isinstance(value, Resume):
-            why = (
-                "has no checkpoint"
-                if agent.saver and config.thread_id
-                else ("cannot be resumed without a saver and a thread_id")
-            )
-            raise ValueError(f"nothing to resume: {where} {why}")
+            raise ValueError(f"nothing to resume: {_no_checkpoint(agent, config)}")
         return Start(OverAllState({}, strategies).merge(input_update(value)), "model", True)
     state = OverAllState(checkpoint.state.data, strategies)
     pending = checkpoint.next != "end"
@@ -150,6 +146,21 @@ async def starting_point(
             f"{calls}); resume it with invoke(None, config) before sending new input"
         )
     return Start(state.merge(input_update(value)), "model", True)
+
+
+def _no_checkpoint(agent: ReactAgent, config: RunnableConfig) -> str:
+    """Why a run cannot resume: what is missing, and how to give it."""
+    if agent.saver is None:
+        return (
+            "an agent without a saver keeps no checkpoints (give it saver=MemorySaver() or "
+            "SqliteSaver(path))"
+        )
+    if config.thread_id is None:
+        return (
+            "the config has no thread_id: name the thread to resume, "
+            "invoke(None, RunnableConfig(thread_id=...))"
+        )
+    return f"thread {config.thread_id!r} has no checkpoint"
 
 
 def apply_decisions(
@@ -250,6 +261,7 @@ class Loop:
     config: RunnableConfig
     model_calls: int = 0
     steps: int = 0
+    output_retries: int = 0
     _saving: anyio.Lock = attrs.field(factory=anyio.Lock, init=False)
 
     async def execute(self, start: Start) -> AgentResult:
@@ -310,8 +322,41 @@ class Loop:
         state = outcome.state
         if outcome.jump is not None:
             return state, outcome.jump
-        has_tools = self.agent.tool_node is not None and bool(unanswered(state))
-        return state, "tools" if has_tools else "end"
+        return await self.answered(state)
+
+    async def answered(self, state: OverAllState) -> tuple[OverAllState, JumpTarget]:
+        """Where the model's answer leads: its tool calls, or the end — once a structured
+        answer fits ``output_type``; one that does not goes back to the model with the
+        error, ``output_retries`` times, before the run raises ``OutputParseError``."""
+        agent, calls = self.agent, unanswered(state)
+        output_type = agent.output_type
+        final = next((c for c in calls if c.name == FINAL_ANSWER), None)
+        if output_type is not None and agent.output_mode == "tool" and final is not None:
+            taken = take_final_answer(pending_calls(state)[0], final, output_type)
+            state = self.updated(state, {MESSAGES: taken.messages})
+            await self.run.emit(StateUpdated("output", (MESSAGES,)))
+            if taken.error is None:
+                return state, "end"
+            self.spend_output_retry(taken.error)
+            return state, "tools" if unanswered(state) else "model"
+        if agent.tool_node is not None and calls:
+            return state, "tools"
+        if output_type is None or self.output_retries >= agent.output_retries:
+            return state, "end"  # a last answer that does not fit raises in agent.result
+        try:
+            parse_output(final_text(state), output_type)
+        except OutputParseError as exc:
+            self.spend_output_retry(exc)
+            state = self.updated(state, {MESSAGES: [retry_message(exc, agent.output_mode)]})
+            await self.run.emit(StateUpdated("output", (MESSAGES,)))
+            return state, "model"
+        return state, "end"
+
+    def spend_output_retry(self, error: OutputParseError) -> None:
+        """Count one more asking again; raise ``error`` when none is left."""
+        if self.output_retries >= self.agent.output_retries:
+            raise error
+        self.output_retries += 1
 
     async def act(self, state: OverAllState) -> tuple[OverAllState, JumpTarget]:
         """The tool step: the pending calls of the last answer; where to go next."""

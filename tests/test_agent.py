@@ -145,8 +145,9 @@ async def test_structured_output_parsed_with_cattrs() -> None:
     [("not json", "not JSON"), ('{"city": "Oslo", "temperature": "warm"}', "temperature")],
 )
 async def test_unparseable_output_raises_with_raw_text(text: str, match: str) -> None:
-    """An answer that does not fit output_type → OutputParseError holding the raw text."""
-    model = ScriptedChatModel([text])
+    """An answer that does not fit output_type, twice (the model is asked again once, by
+    default) → OutputParseError holding the raw text."""
+    model = ScriptedChatModel([text, text])
     with pytest.raises(OutputParseError, match=match) as info:
         await ReactAgent("a", model, output_type=Forecast).invoke("forecast")
     assert info.value.raw == text

@@ -1,4 +1,5 @@
-"""Built-in hooks (ModelCallLimitHook, ToolCallLimitHook) and the hook protocol, end to end
+"""Built-in hooks (ModelCallLimitHook, ToolCallLimitHook, HumanInTheLoopHook) and the hook
+protocol, end to end
 through ``ReactAgent.invoke`` with a ``ScriptedChatModel``.
 
 Every async test runs on asyncio and trio.
@@ -12,14 +13,19 @@ from typing import Any
 import pytest
 
 from reactcore import (
+    ApprovalPolicy,
+    Approve,
     AssistantMessage,
     CallLimitExceeded,
+    HumanInTheLoopHook,
     MaxIterationsExceeded,
+    MemorySaver,
     ModelCallLimitHook,
     ModelHandler,
     ModelRequest,
     ModelResponse,
     ReactAgent,
+    Resume,
     RunnableConfig,
     Tool,
     ToolCallLimitHook,
@@ -280,7 +286,59 @@ async def test_tool_thread_limit_counts_from_the_state() -> None:
     result = await agent.invoke({"messages": [UserMessage("go")], "_tool_call_count_*_": 2})
     assert runs == ["ping"]
     assert result.state["_tool_call_count_*_"] == 3
-    assert "thread limit (2/3)" in seen_responses(model.requests[1])[1].response_data
+    assert seen_responses(model.requests[1])[1].response_data == (
+        "Error: Tool call limits exceeded: thread limit (3/3); 1 of the 2 calls of this turn "
+        "not run"
+    )
+
+
+async def test_tool_limit_continue_message_counts_the_calls_let_through() -> None:
+    """The text the model reads reports the counts after the calls of the turn that ran:
+    thread limit 3 with 1 call before, a turn of 3 calls of 'ping' → 2 run, the third
+    reads '(3/3)' and how many of the turn did not run; the run count too."""
+    model = ScriptedChatModel([*calling("ping", 1, per_turn=3), "done"])
+    agent = ReactAgent(
+        "a",
+        model,
+        tools=[counting_tool("ping", [])],
+        hooks=[ToolCallLimitHook(thread_limit=3, run_limit=2, tool_name="ping")],
+    )
+    state = {"messages": [UserMessage("go")], "_tool_call_count_ping_": 1}
+    result = await agent.invoke(state)
+    seen = seen_responses(model.requests[1])
+    assert [r.is_error for r in seen] == [False, False, True]
+    assert seen[2].response_data == (
+        "Error: Tool call limits exceeded: thread limit (3/3), run limit (2/2); 1 of the 3 "
+        "'ping' calls of this turn not run"
+    )
+    assert result.state["_tool_call_count_ping_"] == 3
+
+
+@pytest.mark.parametrize("exit_behavior", ["end", "error"])
+async def test_tool_limit_end_and_error_messages_count_before_the_turn(
+    exit_behavior: str,
+) -> None:
+    """With "end" and "error" no call of the turn runs, so the counts are those before it,
+    and the text says how many the turn asked for: one call made (run limit 2), a turn of
+    3 → 'run limit (1/2); this turn asked for 3 more calls, none was run'."""
+    runs: list[str] = []
+    model = ScriptedChatModel([*calling("ping", 1), *calling("ping", 1, per_turn=3), "x"])
+    hook = ToolCallLimitHook(run_limit=2, exit_behavior=exit_behavior)  # type: ignore[arg-type]
+    agent = ReactAgent("a", model, tools=[counting_tool("ping", runs)], hooks=[hook])
+    expected = (
+        "Tool call limits exceeded: run limit (1/2); this turn asked for 3 more calls, none was run"
+    )
+    if exit_behavior == "error":
+        with pytest.raises(CallLimitExceeded) as info:
+            await agent.invoke("go")
+        assert str(info.value) == expected
+    else:
+        result = await agent.invoke("go")
+        assert result.text == expected
+        last_turn = result.messages[-2]
+        assert isinstance(last_turn, ToolResponseMessage)
+        assert {r.response_data for r in last_turn.responses} == {f"Error: {expected}"}
+    assert runs == ["ping"]
 
 
 async def test_two_tool_limits_each_count_their_own_tool() -> None:
@@ -494,3 +552,92 @@ async def test_max_iterations_still_applies_with_hooks() -> None:
     with pytest.raises(MaxIterationsExceeded):
         await agent.invoke("go")
     assert len(model.requests) == 3
+
+
+# --- HumanInTheLoopHook -------------------------------------------------------------------
+
+
+def approval_agent(hook: HumanInTheLoopHook, runs: list[str], **options: Any) -> ReactAgent:
+    """An agent with tools ``send`` and ``read`` (recording their runs) and ``hook``."""
+    script = [AssistantMessage("", [call("s1", "send"), call("r1", "read")]), "done"]
+    tools = [counting_tool("send", runs), counting_tool("read", runs)]
+    return ReactAgent(
+        "a", ScriptedChatModel(script), tools=tools, hooks=[hook], saver=MemorySaver(), **options
+    )
+
+
+async def test_approve_on_a_list_of_names_pauses_before_those_tools() -> None:
+    """approve_on=["send"] (a list, as the API promised) pauses the run before any call of
+    the batch runs, waiting for the send call only; approving it runs both, once."""
+    runs: list[str] = []
+    agent = approval_agent(HumanInTheLoopHook(["send"]), runs)
+    config = RunnableConfig(thread_id="t")
+    paused = await agent.invoke("go", config)
+    assert paused.status == "interrupted"
+    assert [c.id for c in paused.interrupt.calls] == ["s1"]
+    assert runs == []
+    done = await agent.invoke(Resume({"s1": Approve()}), config)
+    assert done.text == "done"
+    assert sorted(runs) == ["read", "send"]
+
+
+async def test_approve_on_accepts_names_and_maps() -> None:
+    """A list, tuple or set of names gives each the default policy; a map keeps the given
+    policy, True means the default one, and False leaves the tool out."""
+    policy = ApprovalPolicy("a human checks every mail")
+    assert HumanInTheLoopHook(("send",)).approve_on == {"send": ApprovalPolicy()}
+    assert HumanInTheLoopHook({"send", "read"}).approve_on.keys() == {"send", "read"}
+    mapped = HumanInTheLoopHook({"send": policy, "read": True, "other": False})
+    assert mapped.approve_on == {"send": policy, "read": ApprovalPolicy()}
+
+
+@pytest.mark.parametrize(
+    ("approve_on", "got"),
+    [
+        ("send", "got str 'send'"),
+        (5, "got int 5"),
+        ({"send": "yes"}, "got 'yes' for 'send'"),
+        ([3], "got the key 3"),
+    ],
+)
+async def test_approve_on_of_another_kind_is_a_type_error_at_construction(
+    approve_on: Any, got: str
+) -> None:
+    """A string (which is iterable, but not a list of names), a number, a map to something
+    other than a policy or a bool, or a name that is not a string: TypeError when the hook
+    is built, saying what was expected and what was given."""
+    with pytest.raises(TypeError, match="approve_on must be tool names") as info:
+        HumanInTheLoopHook(approve_on)
+    assert got in str(info.value)
+
+
+async def test_unknown_tool_in_approve_on_is_a_value_error_listing_the_tools() -> None:
+    """A name the agent has no tool for → ValueError when the agent is built, naming the
+    unknown tools and listing the agent's."""
+    with pytest.raises(ValueError, match="approve_on names tools") as info:
+        approval_agent(HumanInTheLoopHook(["send", "sned", "zap"]), [])
+    assert str(info.value) == (
+        "hook 'human_in_the_loop': approve_on names tools the agent does not have: sned, zap "
+        "(the agent's tools: read, send)"
+    )
+
+
+async def test_tool_names_are_not_checked_when_tools_come_at_run_time() -> None:
+    """With a tool_resolver (tools known only at run time) the agent does not check the
+    names, nor when the hook says check_tool_names=False (dynamic tools); the resolver's
+    tool is then paused for like any other."""
+    runs: list[str] = []
+    late = counting_tool("late", runs)
+    model = ScriptedChatModel([AssistantMessage("", [call("l1", "late")]), "done"])
+    agent = ReactAgent(
+        "a",
+        model,
+        tool_resolver={"late": late}.get,
+        hooks=[HumanInTheLoopHook(["late"])],
+        saver=MemorySaver(),
+    )
+    paused = await agent.invoke("go", RunnableConfig(thread_id="t"))
+    assert [c.name for c in paused.interrupt.calls] == ["late"]
+    assert runs == []
+    unchecked = HumanInTheLoopHook(["dynamic"], check_tool_names=False)
+    assert approval_agent(unchecked, []).hooks_in_order == [unchecked]

@@ -26,7 +26,7 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 
-from reactcore import AssistantMessage, ToolCall, Usage
+from reactcore import AssistantMessage, ToolCall, Usage, event_from_json, to_json
 from reactcore.testing import HTTPReply, SSEReply, serve_openai_compatible
 
 pytestmark = pytest.mark.anyio
@@ -67,7 +67,8 @@ class EventReader:
     seen: list[str] = attrs.Factory(list)
 
     async def next(self) -> tuple[str, Any] | None:
-        """The next event's name and data; None once the stream has ended."""
+        """The next event's name and data; None once the stream has ended. The data is
+        the event's JSON form: it reads back with event_from_json, as its ``type``."""
         name, data = None, None
         async for line in self.lines:
             if line.startswith("event: "):
@@ -75,6 +76,8 @@ class EventReader:
             elif line.startswith("data: "):
                 data = json.loads(line.removeprefix("data: "))
             elif not line and name is not None:
+                assert data["type"] == name
+                assert to_json(event_from_json(data)) == data
                 self.seen.append(name)
                 return name, data
         return None
@@ -123,20 +126,22 @@ async def exercise_service(base_url: str) -> str:
         # One slow call cancelled: the run goes on, and the model is told why.
         run_id = await start_run(client, "Lisbon")
         async with read_events(client, run_id) as events:
-            started = await events.until("ToolCallStarted", name="find_hotels")
+            started = await events.until("tool_call_started", name="find_hotels")
             cancel_url = f"/runs/{run_id}/tools/{started['call_id']}/cancel"
             response = await client.post(cancel_url, params={"reason": "too slow"})
             assert response.json() == {"cancelled": True}
-            cancelled = await events.until("ToolCallCancelled")
-            finished = await events.until("RunFinished")
+            cancelled = await events.until("tool_call_cancelled")
+            finished = await events.until("run_finished")
             assert await events.rest() == []  # the last event ends the stream
         assert cancelled == {
+            "type": "tool_call_cancelled",
             "call_id": started["call_id"],
             "name": "find_hotels",
             "reason": "too slow",
         }
-        assert "ToolCallFinished" in events.seen  # the weather call, which went on
-        text = finished["text"]
+        assert "tool_call_finished" in events.seen  # the weather call, which went on
+        text = finished["result"]["text"]
+        assert finished["result"]["status"] == "finished"
         assert "weather: sunny, 24 °C in Lisbon" in text
         assert "find_hotels: Error: Tool execution was cancelled by the caller: too slow" in text
         assert (await client.post(cancel_url)).json() == {"cancelled": False}
@@ -145,23 +150,32 @@ async def exercise_service(base_url: str) -> str:
             "status": "finished",
             "text": text,
             "error": None,
+            "listening": False,
         }
 
         # The whole run cancelled: its events end with RunFailed.
         run_id = await start_run(client, "Oslo")
         async with read_events(client, run_id) as events:
-            await events.until("ToolCallStarted", name="find_hotels")
+            await events.until("tool_call_started", name="find_hotels")
             assert (await client.delete(f"/runs/{run_id}")).json() == {"cancelled": True}
-            failed = await events.until("RunFailed")
+            failed = await events.until("run_failed")
             assert await events.rest() == []
-        assert failed["error"] == "RunCancelled"
+        assert failed["error"]["type"] == "RunCancelled"
         assert (await run_status(client, run_id))["status"] == "cancelled"
 
         # A run still going (its reader gone) when the server stops.
         run_id = await start_run(client, "Rome")
         async with read_events(client, run_id) as events:
-            await events.until("ToolCallStarted", name="find_hotels")
-        assert (await run_status(client, run_id))["status"] == "running"
+            await events.until("tool_call_started", name="find_hotels")
+            assert (await run_status(client, run_id))["listening"] is True
+            second = await client.get(f"/runs/{run_id}/events")  # one reader per run
+            assert second.status_code == 409
+        # The client left: the server closes the run's event stream. It notices the
+        # disconnect in its own thread, with nothing here to wait on: ask until it has.
+        with anyio.fail_after(5):
+            while (status := await run_status(client, run_id))["listening"]:  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+        assert status["status"] == "running"
         assert (await client.get("/runs/nope")).status_code == 404
     return run_id
 
@@ -251,14 +265,27 @@ def test_sync_tools(backend: str) -> None:
 
 
 def test_structured_output() -> None:
-    """structured_output: the JSON answer (in a code fence) comes back as a Trip; an
-    answer that does not fit raises OutputParseError naming the field."""
+    """structured_output: the JSON answer (in a code fence) comes back as a Trip, the
+    schema sent as a strict response_format and in the prompt; an answer that does not
+    fit is sent back with the error and the second one used; answers that never fit
+    raise OutputParseError naming the field; in tool mode the final_answer call is the
+    output."""
     done = run_example("structured_output")
     assert done.returncode == 0, done.stderr
-    assert "output: Trip(city='Lisbon', days=3, highlights=['Alfama', 'Belém'])" in done.stdout
-    assert "3 days in Lisbon: Alfama, Belém" in done.stdout
-    assert "Answer with JSON only, following this JSON Schema:" in done.stdout
-    assert "OutputParseError: " in done.stdout and "@ output.days" in done.stdout
+    out = done.stdout
+    trip = "Trip(city='Lisbon', days=3, highlights=['Alfama', 'Belém'])"
+    assert f"output: {trip}" in out
+    assert "3 days in Lisbon: Alfama, Belém" in out
+    assert "response_format: json_schema 'Trip', strict=True" in out
+    assert "Answer with JSON only, following this JSON Schema:" in out
+    assert (
+        "asked again with: Your answer could not be used: the final answer does not fit "
+        "Trip: expected an integer, got str 'three' @ output.days. Answer again."
+    ) in out
+    assert f"second answer: {trip} (2 model calls)" in out
+    assert "OutputParseError: " in out and "@ output.days" in out
+    assert "tools the model saw: ['final_answer']" in out
+    assert f"from final_answer: {trip}" in out
 
 
 def openai_env(**values: str) -> dict[str, str]:
@@ -322,3 +349,61 @@ def test_quickstart_offline_and_on_an_endpoint() -> None:
     assert online.stdout.strip() == "from the endpoint"
     tool_answers = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert tool_answers == ["A: 18 °C, light rain", "B: 18 °C, light rain"]
+
+
+async def run_example_on(backend: str, name: str) -> str:
+    """Run an example script on ``backend`` (from a test on that backend); its stdout."""
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    with anyio.fail_after(60):
+        done = await anyio.run_process(
+            [sys.executable, str(EXAMPLES / f"{name}.py"), backend], env=env, check=False
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode()
+
+
+async def test_cancel_long_tool(anyio_backend: str) -> None:
+    """cancel_long_tool: once the quick call has finished, the caller cancels the slow
+    one by its call id; the tool's cleanup runs, the events (printed as JSON) go started,
+    started, finished, cancelled, and the model reads why the slow call has no answer;
+    the run ends in well under the slow tool's 30 s."""
+    out = await run_example_on(anyio_backend, "cancel_long_tool")
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    tools = [(e["type"], e["call_id"]) for e in events if e["type"].startswith("tool_call")]
+    assert tools == [
+        ("tool_call_started", "call_lookup"),
+        ("tool_call_started", "call_report"),
+        ("tool_call_finished", "call_lookup"),
+        ("tool_call_cancelled", "call_report"),
+    ]
+    cancelled = next(e for e in events if e["type"] == "tool_call_cancelled")
+    assert cancelled["reason"] == "the report is not needed"
+    assert events[-1]["type"] == "run_finished"
+    assert "(cancel_tool('call_report') -> True)" in out
+    assert out.index("cleanup ran") < out.index('"tool_call_cancelled"')
+    assert (
+        "answer: lookup: Lisbon is in Portugal | yearly_report: Error: Tool execution was "
+        "cancelled by the caller: the report is not needed"
+    ) in out
+    took = re.search(r"the run took ([\d.]+) s", out)
+    assert took is not None and float(took[1]) < 10, out
+
+
+async def test_resume_after_crash(anyio_backend: str) -> None:
+    """resume_after_crash: the child, killed with SIGKILL once three calls are
+    checkpointed, ran w0–w2; the parent resumed the thread and ran only w3 and w4; no
+    call ran twice, and the answer counts the model call made before the crash."""
+    out = await run_example_on(anyio_backend, "resume_after_crash")
+    child = re.search(r"child \(pid (\d+)\) killed with SIGKILL: exit status -9", out)
+    parent = re.search(r"parent \(pid (\d+)\): resuming", out)
+    assert child is not None and parent is not None, out
+    ran = re.findall(r"^(w\d) ran in the (child|parent) \(pid (\d+)\)$", out, re.MULTILINE)
+    assert ran == [
+        ("w0", "child", child[1]),
+        ("w1", "child", child[1]),
+        ("w2", "child", child[1]),
+        ("w3", "parent", parent[1]),
+        ("w4", "parent", parent[1]),
+    ]
+    assert "each call ran once" in out
+    assert "answer: 5 items done (2 model calls)" in out

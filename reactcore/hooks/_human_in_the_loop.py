@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import attrs
@@ -19,18 +19,46 @@ class ApprovalPolicy:
     description: str = "Tool execution requires approval"
 
 
-def _policies(value: Mapping[str, ApprovalPolicy | bool]) -> dict[str, ApprovalPolicy]:
-    return {
-        name: p if isinstance(p, ApprovalPolicy) else ApprovalPolicy()
-        for name, p in value.items()
-        if p
-    }
+_EXPECTED = (
+    "approve_on must be tool names (a list, tuple or set of str) or a mapping of tool "
+    "name to ApprovalPolicy or bool"
+)
+
+
+def _policy(name: Any, policy: Any) -> ApprovalPolicy | None:
+    if not isinstance(name, str):
+        raise TypeError(f"{_EXPECTED}; got the key {name!r}")
+    if isinstance(policy, ApprovalPolicy):
+        return policy
+    if isinstance(policy, bool):
+        return ApprovalPolicy() if policy else None
+    raise TypeError(f"{_EXPECTED}; got {policy!r} for {name!r}")
+
+
+def _policies(value: Any) -> dict[str, ApprovalPolicy]:
+    """``approve_on`` as a name → policy map: names get the default policy, ``False``
+    leaves a tool out; anything else is a ``TypeError`` saying what was expected."""
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, list | tuple | set | frozenset):
+        pairs = [(name, True) for name in value]
+    else:
+        raise TypeError(f"{_EXPECTED}; got {type(value).__name__} {value!r}")
+    policies = {name: _policy(name, policy) for name, policy in pairs}
+    return {name: p for name, p in policies.items() if p is not None}
 
 
 @attrs.frozen
 class HumanInTheLoopHook:
     """Before calls to the tools in ``approve_on`` run, the run stops with status
     ``"interrupted"`` and the calls waiting (``RunInterrupted``; ``AgentResult.interrupt``).
+
+    ``approve_on`` is a list of tool names (each with the default ``ApprovalPolicy``) or a
+    map ``{name: ApprovalPolicy(...) | True | False}``. The agent checks the names against
+    its tools at construction (``check_tools``): a name it has no tool for is a
+    ``ValueError``. Tools that only arrive at run time (a ``tool_resolver``; dynamic tools
+    an interceptor adds) cannot be checked then: with a resolver the agent skips the
+    check, and ``check_tool_names=False`` skips it for dynamic tools.
 
     The caller resumes with ``agent.invoke(Resume({call_id: Approve() | Edit(arguments) |
     Reject(message)}), config)``. Calls of the batch that need no approval run once, with
@@ -41,6 +69,17 @@ class HumanInTheLoopHook:
     approve_on: Mapping[str, ApprovalPolicy] = attrs.field(converter=_policies)
     name: str = "human_in_the_loop"
     requires_saver: bool = True
+    check_tool_names: bool = True
+
+    def check_tools(self, names: Collection[str]) -> None:
+        """Raise ``ValueError`` when ``approve_on`` names a tool not in ``names``."""
+        unknown = sorted(set(self.approve_on) - set(names))
+        if unknown and self.check_tool_names:
+            have = ", ".join(sorted(names)) or "none"
+            raise ValueError(
+                f"hook {self.name!r}: approve_on names tools the agent does not have: "
+                f"{', '.join(unknown)} (the agent's tools: {have})"
+            )
 
     async def before_tools(self, state: OverAllState, config: RunnableConfig) -> Any:
         approved = set(state.get(APPROVED) or ())

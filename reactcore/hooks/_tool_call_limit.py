@@ -65,6 +65,19 @@ class ToolCallLimitHook:
     async def before_agent(self, state: OverAllState, config: RunnableConfig) -> Any:
         self._count.start_run(config)
 
+    def _text(self, thread: int, run: int, allowed: int, asked: int) -> str:
+        """What the model and the caller read, with the real counts: after the ``allowed``
+        calls of the turn (``"continue"``), or before the turn, none of which runs."""
+        calls = f"{self.tool_name!r} calls" if self.tool_name else "calls"
+        if self.exit_behavior == "continue":
+            used = (thread + allowed, run + allowed)
+            over = exceeded(used[0], self.thread_limit, used[1], self.run_limit, 1)
+            rest = f"{asked - allowed} of the {asked} {calls} of this turn not run"
+        else:
+            over = exceeded(thread, self.thread_limit, run, self.run_limit, asked)
+            rest = f"this turn asked for {asked} more {calls}, none was run"
+        return f"Tool call limits exceeded: {', '.join(over)}; {rest}"
+
     async def after_model(self, state: OverAllState, config: RunnableConfig) -> Any:
         try:
             assistant, partial = pending_calls(state)
@@ -81,8 +94,7 @@ class ToolCallLimitHook:
             allowed += 1
         if allowed == len(counted):
             return self._count.add(state, config, allowed) if allowed else None
-        over = exceeded(thread, self.thread_limit, run, self.run_limit, allowed + 1)
-        text = f"Tool call limits exceeded: {', '.join(over)}"
+        text = self._text(thread, run, allowed, len(counted))
         if self.exit_behavior == "error":
             raise CallLimitExceeded(text)
         if self.exit_behavior == "end":  # nothing of this turn runs, so nothing is counted
