@@ -200,6 +200,53 @@ def test_unsupported_values_are_refused_naming_the_key(value: Any, detail: str) 
     assert detail in str(info.value)
 
 
+def unchecked_user_message(text: Any) -> UserMessage:
+    """A ``UserMessage`` made with attrs validation switched off, as a caller can."""
+    with attrs.validators.disabled():
+        return UserMessage(text)
+
+
+IMAGE_CONTENT = [
+    {"type": "text", "text": "What is this?"},
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+]
+
+
+def test_a_message_that_would_not_load_back_is_refused_naming_key_and_path() -> None:
+    """A message whose field has the wrong type (here wire content parts put into
+    ``UserMessage.text`` with validation off) is a ``TypeError`` at dump time naming the
+    state key and the place, instead of a checkpoint that ``load_checkpoint`` refuses."""
+    state = OverAllState({"messages": [UserMessage("hi"), unchecked_user_message(IMAGE_CONTENT)]})
+    with pytest.raises(TypeError) as info:
+        dump_checkpoint(Checkpoint("t", state, "end", 0, "r"))
+    text = str(info.value)
+    assert text.startswith("state key 'messages' cannot be checkpointed: it would not load back")
+    assert "expected a string, got list" in text
+    assert text.endswith("@ $[1].text")
+
+
+def test_a_single_message_or_usage_that_would_not_load_back_is_refused() -> None:
+    """The same holds for a message as a state value of its own and for ``Usage``."""
+    for key, value, where in [
+        ("answer", unchecked_user_message(7), "@ $.text"),
+        ("_TOKEN_USAGE_", Usage("3", 1, 4), "@ $.prompt_tokens"),  # type: ignore[arg-type]
+    ]:
+        state = OverAllState({"messages": [UserMessage("hi")], key: value})
+        with pytest.raises(TypeError, match=rf"state key '{key}' cannot be checkpointed") as info:
+            dump_checkpoint(Checkpoint("t", state, "end", 0, "r"))
+        assert str(info.value).endswith(where)
+
+
+def test_checkpoint_fields_that_would_not_load_back_are_refused() -> None:
+    """A checkpoint field of the wrong type (step as a string, a next step the loop does
+    not know) is refused at dump time, naming each field."""
+    bad = Checkpoint("t", OverAllState({}), "later", "3", "r")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="the checkpoint cannot be written") as info:
+        dump_checkpoint(bad)
+    assert "@ $.step" in str(info.value)
+    assert "@ $.next" in str(info.value)
+
+
 def test_unsupported_checkpoint_metadata_is_refused() -> None:
     """The checkpoint's own metadata must be JSON-native too."""
     with pytest.raises(TypeError, match=r"checkpoint metadata .* builtins.set at \$\['s'\]"):
@@ -499,6 +546,24 @@ async def test_sqlite_refused_value_stores_nothing(tmp_path: Path) -> None:
         with pytest.raises(TypeError, match="state key 'when'"):
             await saver.put("t", checkpoint(0, when=object()))
         assert await saver.list("t") == []
+
+
+async def test_sqlite_unreadable_checkpoint_is_refused_and_the_latest_kept(tmp_path: Path) -> None:
+    """A put of a checkpoint that would not load back raises ``TypeError`` and stores
+    nothing: the thread's latest checkpoint is still the last good one, and it loads
+    (the thread can go on), also from a new saver on the same file."""
+    good = checkpoint(1)
+    history = [*good.state["messages"], unchecked_user_message(IMAGE_CONTENT)]
+    bad = attrs.evolve(checkpoint(2), state=OverAllState({"messages": history}))
+    async with SqliteSaver(tmp_path / "cp.db") as saver:
+        await saver.put("t", good)
+        with pytest.raises(TypeError, match=r"state key 'messages' .* @ \$\[2\]\.text"):
+            await saver.put("t", bad)
+        latest = await saver.get("t")
+        assert latest is not None
+        assert_same(latest, good)
+    async with SqliteSaver(tmp_path / "cp.db") as reopened:
+        assert [c.step for c in await reopened.list("t")] == [1]
 
 
 async def test_sqlite_write_waiting_on_a_lock_leaves_the_loop_running(tmp_path: Path) -> None:

@@ -98,3 +98,38 @@ def test_default_metadata_is_not_shared() -> None:
     """Each message gets its own metadata dict, so one cannot leak into another."""
     assert AssistantMessage().metadata is not AssistantMessage().metadata
     assert ToolResponseMessage([]).metadata is not ToolResponseMessage([]).metadata
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: SystemMessage(None), "SystemMessage.text must be a str, got NoneType"),
+        (lambda: UserMessage(["hi"]), "UserMessage.text must be a str, got list ['hi']"),
+        (lambda: AssistantMessage(3), "AssistantMessage.text must be a str, got int 3"),
+        (
+            lambda: AssistantMessage("", [{"id": "c"}]),
+            "AssistantMessage.tool_calls[0] must be a ToolCall, got dict",
+        ),
+        (lambda: AssistantMessage("", (), None), "AssistantMessage.metadata must be a Mapping"),
+        (lambda: ToolCall("c", "f", {"q": 1}), "ToolCall.arguments must be a str, got dict"),
+        (lambda: ToolResponse("c", "f", b"png"), "ToolResponse.response_data must be a str"),
+        (lambda: ToolResponse("c", "f", "r", 1), "ToolResponse.is_error must be a bool, got int"),
+        (
+            lambda: ToolResponseMessage(["done"]),
+            "ToolResponseMessage.responses[0] must be a ToolResponse, got str 'done'",
+        ),
+    ],
+)
+def test_fields_are_type_checked_where_a_message_is_made(make: Any, message: str) -> None:
+    """A message with a field of the wrong type fails when it is built, with a TypeError
+    naming the class, the field (and item) and what it got; so no malformed message
+    reaches a checkpoint that could not be read back."""
+    with pytest.raises(TypeError) as info:
+        make()
+    assert str(info.value).startswith(message)
+
+
+def test_evolve_checks_types_too() -> None:
+    """A changed copy made with attrs.evolve is checked like a new message."""
+    with pytest.raises(TypeError, match=r"UserMessage.text must be a str"):
+        attrs.evolve(UserMessage("hi"), text=None)
