@@ -16,20 +16,26 @@ and each state value is tagged with its kind, so that nothing has to be guessed 
 
     {"kind": "json", "value": <any JSON value>}
     {"kind": "messages", "value": [{"type": "user", "text": "hi"}, ...]}
+    {"kind": "messages", "value": [{"type": "user", "text": "What is this?", "parts": [
+        {"type": "image", "url": "data:image/png;base64,...", "detail": null}]}]}
     {"kind": "message", "value": {"type": "assistant", "text": "", "tool_calls": [...],
                                   "metadata": {...}}}
     {"kind": "usage", "value": {"prompt_tokens": 1, "completion_tokens": 2,
                                 "total_tokens": 3}}
 
 Messages are a tagged union on ``"type"`` (``system``, ``user``, ``assistant``, ``tool``)
-and keep every field (``is_error``, ``metadata``), unlike the chat-completions wire
-format. Any other state value must be JSON-native: ``str``, ``int``, ``float`` (finite),
-``bool``, ``None``, ``list``, ``tuple`` and ``dict`` with ``str`` keys, exactly those types
-(an enum or other subclass would come back as its base type, so it is refused). Tuples
-come back as lists. Anything else is refused when dumping, with an error naming the state
-key: a checkpoint never holds a silent ``str()`` of a value. Nor is a checkpoint written
-that would not load back: message fields are type-checked, and the rest is structured
-back before the text is returned, so a saver never stores what it cannot read.
+and keep every field (``is_error``, ``metadata``, a system message's ``role``, the
+content ``parts`` of user messages and tool responses), unlike the chat-completions wire
+format. Content parts are a tagged union on ``"type"`` too (``text``, ``image``,
+``audio``, ``file``) with their own fields. ``role`` and ``parts`` are written only when
+they are not their defaults (``"system"``, no parts). Any other state value must be
+JSON-native: ``str``, ``int``, ``float`` (finite), ``bool``, ``None``, ``list``, ``tuple``
+and ``dict`` with ``str`` keys, exactly those types (an enum or other subclass would come
+back as its base type, so it is refused). Tuples come back as lists. Anything else is
+refused when dumping, with an error naming the state key: a checkpoint never holds a
+silent ``str()`` of a value. Nor is a checkpoint written that would not load back: the
+messages, ``Usage`` values and the checkpoint's own fields are structured back before the
+text is returned, so a saver never stores what it cannot read.
 
 Compatibility: a file written with schema version ``n`` loads in every later version.
 Changing the format means bumping ``CHECKPOINT_SCHEMA`` and teaching ``load_checkpoint``
@@ -52,12 +58,19 @@ import anyio.lowlevel
 import anyio.to_thread
 import attrs
 import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from ._messages import (
     AssistantMessage,
+    AudioPart,
+    ContentPart,
+    FilePart,
+    ImagePart,
     Message,
     SystemMessage,
+    TextPart,
     ToolCall,
+    ToolResponse,
     ToolResponseMessage,
     UserMessage,
 )
@@ -157,8 +170,12 @@ def _register_tagged_union(union: Any, tag_name: str, tags: Mapping[str, type]) 
     tag_of = {cls: tag for tag, cls in tags.items()}
 
     def unstructure(value: Any) -> dict[str, Any]:
+        tag = tag_of.get(type(value))
+        if tag is None:
+            known = ", ".join(cls.__name__ for cls in tags.values())
+            raise TypeError(f"a {type(value).__qualname__} is none of {known}")
         fields: dict[str, Any] = converter.unstructure(value, type(value))
-        return {tag_name: tag_of[type(value)], **fields}
+        return {tag_name: tag, **fields}
 
     def structure(value: Any, _: Any) -> Any:
         if not isinstance(value, Mapping):
@@ -173,6 +190,21 @@ def _register_tagged_union(union: Any, tag_name: str, tags: Mapping[str, type]) 
     converter.register_unstructure_hook(union, unstructure)
     converter.register_structure_hook(union, structure)
 
+
+_register_tagged_union(
+    ContentPart,
+    "type",
+    {"text": TextPart, "image": ImagePart, "audio": AudioPart, "file": FilePart},
+)
+
+# Fields added after schema version 1 are left out while they hold their default, so a
+# checkpoint of what version 1 could hold is written exactly as version 1 wrote it.
+_ADDED: dict[type, str] = {SystemMessage: "role", UserMessage: "parts", ToolResponse: "parts"}
+for _cls, _added in _ADDED.items():
+    _overrides: dict[str, Any] = {_added: override(omit_if_default=True)}
+    converter.register_unstructure_hook(
+        _cls, make_dict_unstructure_fn(_cls, converter, **_overrides)
+    )
 
 _register_tagged_union(
     Message,

@@ -21,11 +21,15 @@ from hypothesis import strategies as st
 
 from reactcore import (
     AssistantMessage,
+    AudioPart,
+    FilePart,
+    ImagePart,
     KeyStrategy,
     Message,
     OverAllState,
     Remove,
     SystemMessage,
+    TextPart,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -65,10 +69,21 @@ json_values = st.recursive(
 )
 json_objects = st.dictionaries(texts, json_values, max_size=3)
 tool_calls = st.builds(ToolCall, identifiers, identifiers, texts)
-responses = st.builds(ToolResponse, identifiers, identifiers, texts, st.booleans())
+optional_texts = st.none() | texts
+content_parts = st.lists(
+    st.one_of(
+        st.builds(TextPart, texts),
+        st.builds(ImagePart, texts, st.none() | st.sampled_from(["auto", "low", "high"])),
+        st.builds(AudioPart, texts, st.sampled_from(["wav", "mp3"])),
+        st.builds(FilePart, texts, optional_texts, optional_texts),
+        st.builds(FilePart, optional_texts, texts, optional_texts),
+    ),
+    max_size=3,
+)
+responses = st.builds(ToolResponse, identifiers, identifiers, texts, st.booleans(), content_parts)
 messages: st.SearchStrategy[Message] = st.one_of(
-    st.builds(SystemMessage, texts),
-    st.builds(UserMessage, texts),
+    st.builds(SystemMessage, texts, st.sampled_from(["system", "developer"])),
+    st.builds(UserMessage, texts, content_parts),
     st.builds(AssistantMessage, texts, st.lists(tool_calls, max_size=3), json_objects),
     st.builds(ToolResponseMessage, st.lists(responses, max_size=3), json_objects),
 )
@@ -125,7 +140,8 @@ def assert_same(loaded: Checkpoint, original: Checkpoint) -> None:
 @given(checkpoints)
 def test_any_checkpoint_round_trips_exactly(original: Checkpoint) -> None:
     """Every field comes back: messages of every type with tool calls, ``is_error`` and
-    metadata, a single message, ``Usage``, JSON values, strategies, interrupt, metadata."""
+    metadata, the developer role, content parts of user messages and tool responses, a
+    single message, ``Usage``, JSON values, strategies, interrupt, metadata."""
     assert_same(load_checkpoint(dump_checkpoint(original)), original)
 
 
