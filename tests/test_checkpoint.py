@@ -190,6 +190,11 @@ class Point:
     x: int
 
 
+@attrs.frozen
+class LoudMessage(UserMessage):
+    """A subclass: a checkpoint would bring it back as a plain UserMessage, or not at all."""
+
+
 @pytest.mark.parametrize(
     ("value", "detail"),
     [
@@ -203,6 +208,7 @@ class Point:
         (float("nan"), "nan at $"),
         ([1, {"deep": [frozenset()]}], "frozenset at $[1]['deep'][0]"),
         ([UserMessage("hi"), "not a message"], "UserMessage at $[0]"),
+        ([LoudMessage("hi")], "LoudMessage at $[0]"),
         ([AssistantMessage("a", (), {"at": object()})], "object at $[0].metadata['at']"),
         (AssistantMessage("a", (), {"at": {2}}), "set at $[0].metadata['at']"),
     ],
@@ -404,6 +410,24 @@ async def test_put_get_list_delete(saver: Saver) -> None:
     assert await saver.get("t") is None
     assert await saver.list("t") == []
     await saver.delete("t")  # forgetting twice is fine
+
+
+async def test_content_parts_and_roles_round_trip_through_each_saver(saver: Saver) -> None:
+    """A history with the developer role, user content parts and a tool's image comes
+    back from either saver equal to what was put."""
+    image = ImagePart("data:image/png;base64,iVBORw0KGgo=", "low")
+    history: list[Message] = [
+        SystemMessage("rules", role="developer"),
+        UserMessage("look", [image, TextPart("closely"), AudioPart("UklGRg==", "wav")]),
+        AssistantMessage("", [ToolCall("c", "chart")]),
+        ToolResponseMessage([ToolResponse("c", "chart", "", parts=[image, FilePart(file_id="f")])]),
+    ]
+    stored = Checkpoint("t", OverAllState({"messages": history}), "model", 0, "r")
+    await saver.put("t", stored)
+    latest = await saver.get("t")
+    assert latest is not None
+    assert_same(latest, stored)
+    assert latest.state["messages"][1].parts[0] == image
 
 
 async def test_order_is_the_order_of_put(saver: Saver) -> None:

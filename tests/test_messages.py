@@ -9,7 +9,11 @@ import pytest
 
 from reactcore import (
     AssistantMessage,
+    AudioPart,
+    FilePart,
+    ImagePart,
     SystemMessage,
+    TextPart,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -19,13 +23,22 @@ from reactcore import (
 CALL = ToolCall("c1", "search", '{"q": "x"}')
 RESPONSE = ToolResponse("c1", "search", "found")
 
+IMAGE = ImagePart("https://example.com/cat.png", "low")
+
 ALL_MESSAGES: list[Any] = [
     SystemMessage("be brief"),
+    SystemMessage("be brief", role="developer"),
     UserMessage("hi"),
+    UserMessage("look", [IMAGE, TextPart("and this")]),
     AssistantMessage("ok", (CALL,), {"k": 1}),
     ToolResponseMessage((RESPONSE,), {"finish_reason": "return_direct"}),
     CALL,
     RESPONSE,
+    ToolResponse("c1", "chart", "", parts=[IMAGE]),
+    TextPart("t"),
+    IMAGE,
+    AudioPart("UklGRg==", "wav"),
+    FilePart(file_id="file-1"),
 ]
 
 
@@ -78,6 +91,13 @@ def test_assistant_tool_calls_become_a_tuple() -> None:
     hash(from_list)
 
 
+def test_parts_become_a_tuple() -> None:
+    """A list of parts becomes a tuple, so the message stays hashable."""
+    message = UserMessage("x", [IMAGE])
+    assert message.parts == (IMAGE,)
+    assert hash(message) == hash(UserMessage("x", (IMAGE,)))
+
+
 def test_tool_responses_become_a_tuple() -> None:
     """ToolResponseMessage turns a list of responses into a tuple."""
     message = ToolResponseMessage([RESPONSE, RESPONSE])
@@ -86,11 +106,15 @@ def test_tool_responses_become_a_tuple() -> None:
 
 
 def test_defaults() -> None:
-    """Defaults: assistant text "" / no calls / empty metadata; arguments "{}"; not an error."""
+    """Defaults: assistant text "" / no calls / empty metadata; arguments "{}"; not an
+    error; no parts; the system role."""
     assistant = AssistantMessage()
     assert (assistant.text, assistant.tool_calls, dict(assistant.metadata)) == ("", (), {})
     assert ToolCall("i", "n").arguments == "{}"
     assert ToolResponse("i", "n", "r").is_error is False
+    assert ToolResponse("i", "n", "r").parts == ()
+    assert UserMessage("hi").parts == ()
+    assert SystemMessage("s").role == "system"
     assert dict(ToolResponseMessage([]).metadata) == {}
 
 
