@@ -4,7 +4,9 @@
   ``5.7`` → ``5``, no extra keys), with errors that name the parameter;
 - results: any value a tool returns, as JSON text;
 - the OpenAI chat-completions wire format (plain dicts), through private attrs classes
-  that mirror it, so a malformed provider payload fails with a readable error.
+  that mirror it, so a malformed provider payload fails with a readable error;
+- content parts: their wire shapes (``text``, ``image_url``, ``input_audio``, ``file``),
+  and what a tool returns besides text (``tool_output``: bytes, parts, lists of them).
 """
 
 from __future__ import annotations
