@@ -350,6 +350,7 @@ def render_chart(title: str) -> bytes:
 
 
 def model_on(server: OpenAICompatibleServer, **kwargs: Any) -> OpenAIChatModel:
+    """A model client talking to the local server."""
     return OpenAIChatModel("test-model", base_url=server.base_url, api_key="sk-test", **kwargs)
 
 
@@ -360,6 +361,7 @@ QUESTION = [
 
 
 def chart_script() -> list[Any]:
+    """The model asks for a chart, then answers "Cat."."""
     return [SSEReply.of(asks(("call_1", "render_chart", {"title": "cats"}))), SSEReply.of("Cat.")]
 
 
