@@ -109,7 +109,7 @@ def with_output_schema(messages: Sequence[Message], schema: str) -> list[Message
         message = out[i]
         if isinstance(message, UserMessage):
             if schema not in message.text:
-                out[i] = UserMessage(message.text + note)
+                out[i] = attrs.evolve(message, text=message.text + note)
             break
     return out
 

@@ -31,7 +31,7 @@ from ._interceptors import (
 from ._logging import get_logger
 from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
 from ._scheduler import Job, Status, run_parallel, run_sequential
-from ._serde import to_json_text
+from ._serde import tool_output
 from ._state import MESSAGES, OverAllState, Remove, frozen_mapping
 from ._tools import Tool, ToolContext
 from ._tracing import ToolTrace, Tracer, current
@@ -344,7 +344,7 @@ class AgentToolNode:
         call: ToolCall = job.key.call
         if job.status is Status.DONE:
             result: ToolCallResponse = job.result
-            return ToolResponse(call.id, call.name, result.text, result.is_error)
+            return ToolResponse(call.id, call.name, result.text, result.is_error, result.parts)
         if job.status is Status.TIMED_OUT:
             text = f"Error: Tool execution timed out after {job.timeout:g}s (tool '{call.name}')"
         else:
@@ -414,6 +414,7 @@ class AgentToolNode:
             )
         else:
             result = tool.func(**kwargs)
+        text, parts = tool_output(result)
         if context is None:
-            return ToolCallResponse(to_json_text(result))
-        return ToolCallResponse(to_json_text(result), update=context.update)
+            return ToolCallResponse(text, parts=parts)
+        return ToolCallResponse(text, update=context.update, parts=parts)
