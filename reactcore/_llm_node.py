@@ -8,6 +8,7 @@ default — and answers with the assistant message as a partial state update.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import string
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -42,6 +43,21 @@ CHUNK_LISTENER = "_chunk_listener_"
 RUN_ID = "run_id"
 
 ChunkListener = Callable[[ModelChunk], Awaitable[None]]
+
+
+@attrs.define
+class _Sent:
+    """The last request the innermost handler sent during one node call."""
+
+    request: ModelRequest | None = None
+
+
+_SENT: contextvars.ContextVar[_Sent | None] = contextvars.ContextVar("_sent", default=None)
+
+
+def visible_names(request: ModelRequest) -> tuple[str, ...]:
+    """The names of the tools ``request`` shows the model (known or dynamic), in order."""
+    return tuple(s.name for s in request.visible_tool_specs())
 
 
 class _StateValues(Mapping[str, Any]):
@@ -190,6 +206,8 @@ class AgentLlmNode:
         )
         if self.enable_reasoning_log:
             log.info("model_call_started", iteration=iteration, messages=len(request.messages))
+        sent = _Sent()
+        token = _SENT.set(sent)
         try:
             response = await self._handler(request)
         except Exception as exc:
@@ -197,6 +215,9 @@ class AgentLlmNode:
                 raise
             log.warning("model_call_failed", iteration=iteration, error=type(exc).__name__)
             response = ModelResponse(AssistantMessage(f"Exception: {exc}"))
+        finally:
+            _SENT.reset(token)
+        response = attrs.evolve(response, message=self._entering(response.message, request, sent))
         if self.enable_reasoning_log:
             log.info(
                 "model_call_finished",
@@ -228,6 +249,22 @@ class AgentLlmNode:
             context=config.context,
         )
 
+    def _entering(
+        self, message: AssistantMessage, built: ModelRequest, sent: _Sent
+    ) -> AssistantMessage:
+        """The answer as it enters the state: with the tools the model was shown.
+
+        The innermost handler tags the answer it got with the request it sent; an answer
+        an interceptor rebuilt gets the last request sent in this call, and one no model
+        produced (an interceptor answered itself) the request as the node built it.
+        """
+        if not message.tool_calls:
+            return message
+        if message.visible_tools is None:
+            request = sent.request if sent.request is not None else built
+            message = attrs.evolve(message, visible_tools=visible_names(request))
+        return message
+
     def _update(
         self, state: OverAllState, response: ModelResponse, update: dict[str, Any]
     ) -> dict[str, Any]:
@@ -243,4 +280,13 @@ class AgentLlmNode:
         if request.dynamic_tools:
             added = {t.name: t for t in request.dynamic_tools}
             request.context[DYNAMIC_TOOLS] = {**dynamic_tools(request.context), **added}
-        return await call_model(request.chat_model or self.model, request)
+        sent = _SENT.get()
+        if sent is not None:
+            sent.request = request
+        response = await call_model(request.chat_model or self.model, request)
+        if not response.message.tool_calls:
+            return response
+        # Tagged here, with the request this answer really came from (whatever retries or
+        # fallbacks happened around it); the tool node runs only these tools.
+        message = attrs.evolve(response.message, visible_tools=visible_names(request))
+        return attrs.evolve(response, message=message)

@@ -10,7 +10,7 @@ strategy in call order — the same in sequential and parallel mode.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -95,6 +95,12 @@ def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolRespo
     )
 
 
+def _return_direct(resolved: Iterable[Tool | None]) -> bool:
+    """Whether every called tool that may run is return_direct (and there is one)."""
+    found = [t for t in resolved if t is not None]
+    return bool(found) and all(t.return_direct for t in found)
+
+
 def has_pending_updates(message: Any) -> bool:
     """Whether ``message`` is a partial answer whose calls' state updates wait to be applied."""
     return isinstance(message, ToolResponseMessage) and PENDING_UPDATES in message.metadata
@@ -133,6 +139,7 @@ class _Batch:
     previous: ToolResponseMessage | None
     return_direct: bool
     observer: ToolCallObserver | None
+    tools: Mapping[str, Tool | None] = attrs.field(factory=dict)
     done: dict[str, ToolResponse] = attrs.field(factory=dict)
     updates: dict[str, Mapping[str, Any]] = attrs.field(factory=dict)
 
@@ -243,12 +250,24 @@ class AgentToolNode:
         """The names of the node's own tools, in order."""
         return list(self._index)
 
-    def resolve(self, name: str, config: RunnableConfig) -> Tool | None:
-        """The tool called ``name``: the node's, then the run's dynamic tools, then the resolver."""
+    def resolve(
+        self, name: str, config: RunnableConfig, visible: Collection[str] | None = None
+    ) -> Tool | None:
+        """The tool called ``name`` that may run, or ``None``.
+
+        The node's tools, then the run's dynamic tools, then the resolver. ``visible`` is
+        the set of tools the model was shown (``AssistantMessage.visible_tools``): a tool
+        the node knows but the model was not shown is hidden and never resolved (an
+        interceptor hid it, e.g. by permission); a name unknown to the node and to the
+        dynamic tools still goes to the resolver, whose tools are never listed to the
+        model, so no interceptor can have hidden them. ``None`` lets every tool run.
+        """
         found = self._index.get(name) or dynamic_tools(config.context).get(name)
-        if found is None and self.tool_resolver is not None:
-            found = self.tool_resolver(name)
-        return found
+        if found is not None:
+            return found if visible is None or name in visible else None
+        if self.tool_resolver is not None:
+            return self.tool_resolver(name)
+        return None
 
     async def __call__(
         self, state: Mapping[str, Any], config: RunnableConfig | None = None
@@ -257,13 +276,17 @@ class AgentToolNode:
         state = state if isinstance(state, OverAllState) else OverAllState(state)
         config = config if config is not None else RunnableConfig()
         assistant, previous = pending_calls(state)
+        visible = assistant.visible_tools
+        # Each name resolved once per batch, by the one rule (see ``resolve``).
+        found = {c.name: self.resolve(c.name, config, visible) for c in assistant.tool_calls}
         batch = _Batch(
             self,
             state,
             assistant,
             previous,
-            self._return_direct(assistant, config),
+            _return_direct(found.values()),
             config.context.get(CALL_OBSERVER),
+            found,
         )
         if previous is not None:
             batch.done.update((r.id, r) for r in previous.responses)
@@ -275,15 +298,18 @@ class AgentToolNode:
         await self._run(batch, missing, config)
         return batch.update()
 
-    def _return_direct(self, assistant: AssistantMessage, config: RunnableConfig) -> bool:
-        resolved = [self.resolve(c.name, config) for c in assistant.tool_calls]
-        found = [t for t in resolved if t is not None]
-        return bool(found) and all(t.return_direct for t in found)
-
-    def _unknown(self, call: ToolCall, config: RunnableConfig) -> ToolResponse:
-        names = ", ".join([*self._index, *dynamic_tools(config.context)]) or "none"
-        self.log.warning("tool_not_available", call_id=call.id, tool=call.name)
-        text = f"Tool not available: {call.name}. Available tools: {names}"
+    def _not_available(
+        self, call: ToolCall, config: RunnableConfig, visible: Sequence[str] | None
+    ) -> ToolResponse:
+        """The answer to a call of a tool that is unknown or hidden from the model: the
+        same text either way, listing only the tools the model was shown."""
+        known = self._index.get(call.name) or dynamic_tools(config.context).get(call.name)
+        names = visible if visible is not None else [*self._index, *dynamic_tools(config.context)]
+        names = list(dict.fromkeys(names))
+        reason = "hidden" if known is not None else "unknown"
+        self.log.warning("tool_not_available", call_id=call.id, tool=call.name, reason=reason)
+        listed = ", ".join(names) or "none"
+        text = f"Error: Tool not available: {call.name}. Available tools: {listed}"
         return ToolResponse(call.id, call.name, text, is_error=True)
 
     async def _run(self, batch: _Batch, calls: Sequence[ToolCall], config: RunnableConfig) -> None:
@@ -293,10 +319,11 @@ class AgentToolNode:
         # awaited hooks per call on the hot path.
         observer = batch if self.enable_acting_log or batch.observer is not None else None
         jobs: list[Job] = []
+        visible = batch.assistant.visible_tools
         for call in calls:
-            found = self.resolve(call.name, config)
+            found = batch.tools[call.name]
             if found is None:
-                batch.done[call.id] = self._unknown(call, config)
+                batch.done[call.id] = self._not_available(call, config, visible)
                 continue
             request = ToolCallRequest(call, batch.state, config, found)
             timeout = found.timeout or self.tool_execution_timeout
