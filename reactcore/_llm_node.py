@@ -9,6 +9,7 @@ default — and answers with the assistant message as a partial state update.
 from __future__ import annotations
 
 import contextvars
+import itertools
 import json
 import string
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -20,7 +21,7 @@ import attrs
 from ._config import RunnableConfig
 from ._interceptors import ModelHandler, ModelInterceptor, chain_model_interceptors
 from ._logging import get_logger
-from ._messages import AssistantMessage, Message, SystemMessage, UserMessage
+from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
 from ._models.base import (
     ChatModel,
     ChunkAssembler,
@@ -53,6 +54,28 @@ class _Sent:
 
 
 _SENT: contextvars.ContextVar[_Sent | None] = contextvars.ContextVar("_sent", default=None)
+
+
+def unique_call_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+    """``calls`` with every id non-empty and unique within the message, deterministically.
+
+    The first call with an id keeps it; an empty id becomes ``call_<index>`` and a
+    repeated one ``<id>_<n>`` (the smallest ``n`` from 2 not taken by another id of the
+    message). Approvals, cancellation and the pairing of responses are keyed by id, so
+    two calls under one id could be answered or approved as one.
+    """
+    taken = {c.id for c in calls if c.id}
+    used: set[str] = set()
+    out: list[ToolCall] = []
+    for index, c in enumerate(calls):
+        if not c.id or c.id in used:
+            base = c.id or f"call_{index}"
+            suffixed = (f"{base}_{n}" for n in itertools.count(2))
+            candidates = itertools.chain([base], suffixed) if not c.id else suffixed
+            c = attrs.evolve(c, id=next(i for i in candidates if i not in used | taken))
+        used.add(c.id)
+        out.append(c)
+    return tuple(out)
 
 
 def visible_names(request: ModelRequest) -> tuple[str, ...]:
@@ -263,6 +286,17 @@ class AgentLlmNode:
         if message.visible_tools is None:
             request = sent.request if sent.request is not None else built
             message = attrs.evolve(message, visible_tools=visible_names(request))
+        calls = unique_call_ids(message.tool_calls)
+        if calls != message.tool_calls:
+            self._log.warning(
+                "tool_call_ids_rekeyed",
+                ids=[
+                    [a.id, b.id]
+                    for a, b in zip(message.tool_calls, calls, strict=True)
+                    if a.id != b.id
+                ],
+            )
+            message = attrs.evolve(message, tool_calls=calls)
         return message
 
     def _update(

@@ -95,6 +95,18 @@ def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolRespo
     )
 
 
+def _refuse_shared_ids(assistant: AssistantMessage) -> None:
+    """``ValueError`` when two calls of ``assistant`` share an id: each call must get
+    exactly one answer (the LLM node re-keys such ids as a model's answer enters)."""
+    ids = [c.id for c in assistant.tool_calls]
+    shared = sorted({i for i in ids if ids.count(i) > 1})
+    if shared:
+        raise ValueError(
+            "AgentToolNode cannot answer tool calls that share an id: "
+            f"{', '.join(repr(i) for i in shared)} (each call needs its own id)"
+        )
+
+
 def _return_direct(resolved: Iterable[Tool | None]) -> bool:
     """Whether every called tool that may run is return_direct (and there is one)."""
     found = [t for t in resolved if t is not None]
@@ -276,6 +288,7 @@ class AgentToolNode:
         state = state if isinstance(state, OverAllState) else OverAllState(state)
         config = config if config is not None else RunnableConfig()
         assistant, previous = pending_calls(state)
+        _refuse_shared_ids(assistant)
         visible = assistant.visible_tools
         # Each name resolved once per batch, by the one rule (see ``resolve``).
         found = {c.name: self.resolve(c.name, config, visible) for c in assistant.tool_calls}
