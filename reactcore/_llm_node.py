@@ -35,7 +35,7 @@ from ._result import TOKEN_USAGE
 from ._schema import json_schema
 from ._state import MESSAGES, OverAllState
 from ._tool_node import DYNAMIC_TOOLS, dynamic_tools
-from ._tools import Tool
+from ._tools import Tool, ToolNameClash, index_tools, name_clash
 
 MODEL_ITERATION = "_MODEL_ITERATION_"
 INSTRUCTION = "_INSTRUCTION_"
@@ -200,13 +200,15 @@ class AgentLlmNode:
     model_error_as_message: bool = attrs.field(default=False, kw_only=True)
 
     _schema: str | None = attrs.field(init=False)
+    _own: dict[str, Tool] = attrs.field(init=False)
     _specs: tuple[ToolSpec, ...] = attrs.field(init=False)
     _handler: ModelHandler = attrs.field(init=False)
     _log: Any = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._schema = _schema_text(self.output_schema, self.output_type)
-        self._specs = tuple(ToolSpec.of(t) for t in self.tools)
+        self._own = index_tools([("the node's tools", self.tools)])
+        self._specs = tuple(ToolSpec.of(t) for t in self._own.values())
         self._handler = chain_model_interceptors(list(self.model_interceptors), self._invoke)
         self._log = get_logger(agent=self.agent_name)
 
@@ -234,7 +236,7 @@ class AgentLlmNode:
         try:
             response = await self._handler(request)
         except Exception as exc:
-            if not self.model_error_as_message:
+            if not self.model_error_as_message or isinstance(exc, ToolNameClash):
                 raise
             log.warning("model_call_failed", iteration=iteration, error=type(exc).__name__)
             response = ModelResponse(AssistantMessage(f"Exception: {exc}"))
@@ -312,7 +314,13 @@ class AgentLlmNode:
     async def _invoke(self, request: ModelRequest) -> ModelResponse:
         """The innermost handler: hand dynamic tools to the tool node, then call the model."""
         if request.dynamic_tools:
-            added = {t.name: t for t in request.dynamic_tools}
+            added = index_tools([("a model interceptor's dynamic tools", request.dynamic_tools)])
+            for name, t in added.items():
+                own = self._own.get(name)
+                if own is not None and own is not t:
+                    where = "a model interceptor's dynamic tools"
+                    raise name_clash(name, (own, "the agent's tools"), (t, where))
+            # A dynamic tool of an earlier request of the run may be replaced by a new one.
             request.context[DYNAMIC_TOOLS] = {**dynamic_tools(request.context), **added}
         sent = _SENT.get()
         if sent is not None:

@@ -33,7 +33,7 @@ from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMes
 from ._scheduler import Job, Status, run_parallel, run_sequential
 from ._serde import to_json_text
 from ._state import MESSAGES, OverAllState, Remove, frozen_mapping
-from ._tools import Tool, ToolContext
+from ._tools import Tool, ToolContext, index_tools
 
 DYNAMIC_TOOLS = "dynamic_tools"
 CALL_OBSERVER = "_call_observer_"
@@ -42,16 +42,8 @@ PENDING_UPDATES = "_pending_updates_"
 ToolResolver = Callable[[str], Tool | None]
 
 
-def _as_tool(value: Tool | Callable[..., Any]) -> Tool:
-    return value if isinstance(value, Tool) else Tool.from_function(value)
-
-
-def _index_tools(tools: Iterable[Tool | Callable[..., Any]]) -> Mapping[str, Tool]:
-    index: dict[str, Tool] = {}
-    for value in tools:
-        t = _as_tool(value)
-        index.setdefault(t.name, t)  # the first of a name wins, as in the seed
-    return MappingProxyType(index)
+def _index_tools(tools: Iterable[Tool | Callable[..., Any]], where: str) -> Mapping[str, Tool]:
+    return MappingProxyType(index_tools([(where, tools)]))
 
 
 def dynamic_tools(context: Mapping[str, Any]) -> Mapping[str, Tool]:
@@ -61,7 +53,7 @@ def dynamic_tools(context: Mapping[str, Any]) -> Mapping[str, Tool]:
         return {}
     if isinstance(found, Mapping):
         return found
-    return _index_tools(found)
+    return _index_tools(found, "the run's dynamic tools")
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -245,7 +237,7 @@ class AgentToolNode:
     log: Any = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        self._index = _index_tools(self.tools)
+        self._index = _index_tools(self.tools, "the node's tools")
         self._limiter = anyio.CapacityLimiter(self.max_parallel_tools)
         # Worker threads get their own limiter, sized for the node: a call holds one node
         # slot and its thread one thread slot; never the node's limiter twice.

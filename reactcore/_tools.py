@@ -13,7 +13,7 @@ import functools
 import inspect
 import json
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
 import anyio
@@ -216,6 +216,54 @@ class Tool:
         if context is not None and self._signature is not None and self._signature.context_param:
             kwargs[self._signature.context_param] = context
         return kwargs
+
+
+class ToolNameClash(ValueError):
+    """Raised where two different tools with one name meet (an agent's, a node's, a hook's
+    or an interceptor's tools, or a dynamic tool): the model could not tell them apart."""
+
+
+def _function_name(t: Tool) -> str:
+    func: Any = t.func
+    while isinstance(func, functools.partial):
+        func = func.func
+    name = getattr(func, "__qualname__", None) or type(func).__qualname__
+    module = getattr(func, "__module__", None)
+    return f"{module}.{name}" if module else str(name)
+
+
+def name_clash(name: str, first: tuple[Tool, str], second: tuple[Tool, str]) -> ToolNameClash:
+    """The error for two tools named ``name``: each ``(tool, where it came from)``."""
+    return ToolNameClash(
+        f"two tools are named {name!r}: {_function_name(first[0])} ({first[1]}) and "
+        f"{_function_name(second[0])} ({second[1]}); tool names must be unique "
+        "(rename one with @tool(name=...))"
+    )
+
+
+def index_tools(sources: Iterable[tuple[str, Iterable[Any]]]) -> dict[str, Tool]:
+    """Name → tool over ``(where, tools)`` sources, in order; plain functions are wrapped.
+
+    The same ``Tool`` object (or the same function) listed twice is one tool; two
+    different tools with one name raise ``ToolNameClash`` naming both functions.
+    """
+    index: dict[str, tuple[Tool, str]] = {}
+    wrapped: list[tuple[Any, Tool]] = []  # functions already wrapped, by identity
+    for where, values in sources:
+        for value in values:
+            if isinstance(value, Tool):
+                t = value
+            elif callable(value):
+                t = next((w for v, w in wrapped if v is value), None) or Tool.from_function(value)
+                wrapped.append((value, t))
+            else:
+                raise TypeError(f"{value!r} is not a tool (from {where})")
+            seen = index.get(t.name)
+            if seen is None:
+                index[t.name] = (t, where)
+            elif seen[0] is not t:
+                raise name_clash(t.name, seen, (t, where))
+    return {name: t for name, (t, _) in index.items()}
 
 
 @overload
