@@ -48,7 +48,14 @@ def _generic_schema(tp: Any) -> dict[str, Any]:
         return {"type": "array", "items": json_schema(args[0]) if args else {}}
     if origin is dict and (not args or args[0] is str):
         return {"type": "object", "additionalProperties": json_schema(args[1]) if args else {}}
-    raise TypeError(f"reactcore cannot describe the type {tp!r} as JSON Schema")
+    raise TypeError(f"cannot describe {type_name(tp)} as JSON Schema")
+
+
+def type_name(tp: Any) -> str:
+    """``datetime`` for a class, ``set[int]`` / ``int | str`` for other hints."""
+    if isinstance(tp, type) and not get_args(tp):
+        return tp.__qualname__
+    return repr(tp)
 
 
 def object_schema(fields: Any, hints: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import copy
 import functools
 import inspect
 import json
+import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
@@ -24,7 +25,7 @@ import cattrs
 from ._config import RunnableConfig
 from ._exceptions import ToolArgumentError
 from ._messages import ToolCall
-from ._schema import object_schema
+from ._schema import json_schema, object_schema, type_name
 from ._serde import converter, describe_error
 from ._state import OverAllState
 
@@ -83,6 +84,29 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
     return typing.get_type_hints(target)
 
 
+def _is_context(hint: Any) -> bool:
+    """``ToolContext``, ``ToolContext | None`` or ``Optional[ToolContext]``."""
+    if hint is ToolContext:
+        return True
+    args = typing.get_args(hint)
+    is_union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return is_union and set(args) == {ToolContext, type(None)}
+
+
+def _check_hint(hint: Any, where: str) -> None:
+    """``TypeError`` naming the tool and parameter when ``hint`` has no schema or the
+    converter cannot read it back."""
+    try:
+        json_schema(hint)
+    except TypeError as exc:
+        raise TypeError(f"{where}: {exc}") from exc
+    try:
+        converter.get_structure_hook(hint)
+    except (cattrs.errors.StructureHandlerNotFoundError, TypeError) as exc:
+        # What the schema can describe but the converter cannot read (``int | str``).
+        raise TypeError(f"{where}: cannot read {type_name(hint)} from JSON: {exc}") from exc
+
+
 @attrs.frozen(eq=False)
 class _Signature:
     """The model-visible parameters of a function, and how to structure arguments for them."""
@@ -99,12 +123,18 @@ class _Signature:
         fields: dict[str, Any] = {}
         context_param = None
         for p in inspect.signature(func).parameters.values():
+            where = f"tool {tool_name!r}, parameter {p.name!r}"
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
-                raise TypeError(f"tool {tool_name!r}: parameter {p.name!r} must be nameable")
-            hint = hints.get(p.name, Any)
-            if hint is ToolContext:
+                raise TypeError(f"{where}: must be nameable (not *args, **kwargs or positional)")
+            if p.name not in hints:
+                raise TypeError(
+                    f"{where}: has no type annotation; annotate it (Any accepts any JSON value)"
+                )
+            hint = hints[p.name]
+            if _is_context(hint):
                 context_param = p.name
                 continue
+            _check_hint(hint, where)
             default = attrs.NOTHING if p.default is p.empty else p.default
             fields[p.name] = attrs.field(type=hint, default=default)
         if not fields:
