@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import types
 import typing
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import attrs
 
@@ -39,6 +39,8 @@ def json_schema(tp: Any) -> dict[str, Any]:
 
 def _generic_schema(tp: Any) -> dict[str, Any]:
     origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        return json_schema(args[0])
     if origin is Literal:
         return {"enum": list(args)}
     if origin in (Union, types.UnionType):

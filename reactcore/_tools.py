@@ -24,6 +24,7 @@ import cattrs
 
 from ._config import RunnableConfig
 from ._exceptions import ToolArgumentError
+from ._json import JSONLimitError, loads
 from ._messages import ToolCall
 from ._schema import json_schema, object_schema, type_name
 from ._serde import converter, describe_error
@@ -68,6 +69,15 @@ def check_cancelled() -> None:
         return
 
 
+MAX_ARGUMENT_LENGTH = 1_000_000
+"""The most characters of a tool call's JSON arguments that are read."""
+
+
+def _json_type(value: Any) -> str:
+    kinds = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return kinds.get(type(value), "number")
+
+
 def _is_async(func: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
         getattr(func, "__call__", None)  # noqa: B004 - async callable objects count too
@@ -81,11 +91,13 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
         target = target.func
     if not (inspect.isroutine(target) or isinstance(target, type)):
         target = type(target).__call__
-    return typing.get_type_hints(target)
+    return typing.get_type_hints(target, include_extras=True)
 
 
 def _is_context(hint: Any) -> bool:
     """``ToolContext``, ``ToolContext | None`` or ``Optional[ToolContext]``."""
+    if typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
     if hint is ToolContext:
         return True
     args = typing.get_args(hint)
@@ -207,10 +219,22 @@ class Tool:
         return self._signature is not None and self._signature.context_param is not None
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
-        """Keyword arguments from the model's JSON; ``ToolArgumentError`` says what is wrong."""
+        """Keyword arguments from the model's JSON; ``ToolArgumentError`` says what is wrong.
+
+        The text is read within bounds (``MAX_ARGUMENT_LENGTH`` characters, and the
+        depth and number-length limits of ``reactcore._json``): hostile arguments are an
+        invalid-arguments answer, never a crash of the parser.
+        """
         try:
             # "{}" is what most calls of argument-less tools carry: skip the decoder.
-            data = {} if raw == "{}" or not raw.strip() else json.loads(raw)
+            data = (
+                {} if raw == "{}" or not raw.strip() else loads(raw, max_length=MAX_ARGUMENT_LENGTH)
+            )
+        except JSONLimitError as exc:
+            raise ToolArgumentError(
+                f"invalid arguments for tool '{self.name}': not read: {exc}",
+                tool_name=self.name,
+            ) from exc
         except json.JSONDecodeError as exc:
             raise ToolArgumentError(
                 f"arguments for tool '{self.name}' are not valid JSON: {exc.msg} at position "
@@ -219,8 +243,8 @@ class Tool:
             ) from exc
         if not isinstance(data, dict):
             raise ToolArgumentError(
-                f"arguments for tool '{self.name}' must be a JSON object, "
-                f"got {type(data).__name__}",
+                f"invalid arguments for tool '{self.name}': expected a JSON object, "
+                f"got {_json_type(data)}",
                 tool_name=self.name,
             )
         sig = self._signature

@@ -729,10 +729,10 @@ def test_every_problem_is_reported_at_once() -> None:
     [
         ('{"count": ', "not valid JSON"),
         ("{'count': 1}", "not valid JSON"),
-        ("[1, 2]", "must be a JSON object, got list"),
-        ("5", "must be a JSON object, got int"),
-        ('"text"', "must be a JSON object, got str"),
-        ("null", "must be a JSON object, got NoneType"),
+        ("[1, 2]", "invalid arguments for tool 'everything': expected a JSON object, got array"),
+        ("5", "invalid arguments for tool 'everything': expected a JSON object, got number"),
+        ('"text"', "invalid arguments for tool 'everything': expected a JSON object, got string"),
+        ("null", "invalid arguments for tool 'everything': expected a JSON object, got null"),
     ],
 )
 def test_malformed_or_non_object_json_is_an_argument_error(raw: str, fragment: str) -> None:
