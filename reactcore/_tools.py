@@ -23,6 +23,7 @@ import attrs
 import cattrs
 
 from ._config import RunnableConfig
+from ._docstrings import parameter_descriptions
 from ._exceptions import ToolArgumentError
 from ._json import JSONLimitError, loads
 from ._messages import ToolCall
@@ -82,6 +83,15 @@ def _is_async(func: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
         getattr(func, "__call__", None)  # noqa: B004 - async callable objects count too
     )
+
+
+def _doc(func: Callable[..., Any]) -> str:
+    """The docstring of a function, of the function a ``partial`` wraps, or of a callable
+    object's class."""
+    target: Any = func
+    while isinstance(target, functools.partial):
+        target = target.func
+    return inspect.getdoc(target) or ""
 
 
 def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
@@ -155,6 +165,10 @@ class _Signature:
         args_cls = attrs.make_class(f"{tool_name}_arguments", fields, slots=False)
         field_hints = {name: f.type for name, f in attrs.fields_dict(args_cls).items()}
         schema = object_schema(attrs.fields(args_cls), field_hints)
+        # ``Annotated[X, "text"]`` wins over the docstring's parameter section.
+        for name, text in parameter_descriptions(_doc(func)).items():
+            if name in schema["properties"]:
+                schema["properties"][name].setdefault("description", text)
         try:
             structure = converter.get_structure_hook(args_cls)
         except (cattrs.errors.StructureHandlerNotFoundError, TypeError) as exc:
@@ -200,7 +214,7 @@ class Tool:
         if timeout is not None and timeout <= 0:
             raise ValueError(f"tool {tool_name!r}: timeout must be positive, got {timeout}")
         signature = _Signature.of(func, tool_name)
-        doc = inspect.getdoc(func) or ""
+        doc = _doc(func)
         return cls(
             tool_name,
             description if description is not None else doc,

@@ -233,6 +233,15 @@ POINT_SCHEMA = {
         (int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
         (list[str], {"type": "array", "items": {"type": "string"}}),
         (tuple[float, ...], {"type": "array", "items": {"type": "number"}}),
+        (
+            tuple[int, str],
+            {
+                "type": "array",
+                "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        ),
         (dict[str, bool], {"type": "object", "additionalProperties": {"type": "boolean"}}),
         (
             list[dict[str, int | None]],
@@ -358,7 +367,6 @@ def test_no_parameters_is_an_empty_closed_object() -> None:
         (object, "object"),
         (Plain, "Plain"),
         (list, "list"),
-        (tuple[int, str], "tuple[int, str]"),
         (dict[int, str], "dict[int, str]"),
         (HasSet, "set[int]"),
         (int | str, "int | str"),
