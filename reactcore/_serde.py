@@ -191,7 +191,7 @@ def describe_error(exc: BaseException, root: str) -> str:
 def to_json_text(value: Any) -> str:
     """A tool's result as text for the model: strings pass through, the rest is JSON.
 
-    A value JSON cannot hold (a set, a datetime, NaN) raises ``TypeError`` /
+    A value JSON cannot hold (a set, bytes, NaN) raises ``TypeError`` /
     ``ValueError``, which the tool node turns into an error response naming the tool.
     """
     if isinstance(value, str):

@@ -5,6 +5,11 @@ Given a state whose last message is an ``AssistantMessage`` with tool calls (or 
 calls through the interceptor chain and the scheduler, and answers with one
 ``ToolResponseMessage`` in call order plus the state updates the tools made, merged by key
 strategy in call order — the same in sequential and parallel mode.
+
+Only tools the model was shown may run: the assistant message records them
+(``visible_tools``) and a call of a tool the node knows but the model was not shown is
+answered "not available" without running anything (see ``AgentToolNode.resolve``). Each
+call needs its own id; tool names are unique.
 """
 
 from __future__ import annotations

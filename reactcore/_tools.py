@@ -3,7 +3,9 @@
 ``@tool`` turns a sync or async function into a ``Tool``. The JSON Schema of its
 parameters comes from the type hints (see ``_schema``); the model's JSON arguments are
 structured strictly with the project's converter, so a wrong call is an error response
-that names the parameter and the tool is never called with bad values.
+that names the parameter and the tool is never called with bad values. The JSON is read
+within bounds (``MAX_ARGUMENT_LENGTH`` characters, the depth and number limits of
+``_json``), so hostile arguments are an argument error too, never a parser crash.
 """
 
 from __future__ import annotations
