@@ -65,6 +65,8 @@ def unique_call_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
     two calls under one id could be answered or approved as one.
     """
     taken = {c.id for c in calls if c.id}
+    if len(taken) == len(calls):
+        return tuple(calls)  # the usual case: nothing to re-key
     used: set[str] = set()
     out: list[ToolCall] = []
     for index, c in enumerate(calls):

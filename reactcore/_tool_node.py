@@ -14,6 +14,7 @@ call needs its own id; tool names are unique.
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -95,9 +96,9 @@ def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolRespo
 def _refuse_shared_ids(assistant: AssistantMessage) -> None:
     """``ValueError`` when two calls of ``assistant`` share an id: each call must get
     exactly one answer (the LLM node re-keys such ids as a model's answer enters)."""
-    ids = [c.id for c in assistant.tool_calls]
-    shared = sorted({i for i in ids if ids.count(i) > 1})
-    if shared:
+    counts = collections.Counter(c.id for c in assistant.tool_calls)
+    if len(counts) < len(assistant.tool_calls):
+        shared = sorted(i for i, n in counts.items() if n > 1)
         raise ValueError(
             "AgentToolNode cannot answer tool calls that share an id: "
             f"{', '.join(repr(i) for i in shared)} (each call needs its own id)"

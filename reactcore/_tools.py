@@ -27,7 +27,7 @@ import cattrs
 from ._config import RunnableConfig
 from ._docstrings import parameter_descriptions
 from ._exceptions import ToolArgumentError
-from ._json import JSONLimitError, loads
+from ._json import MAX_DEPTH, MAX_NUMBER_DIGITS, JSONLimitError, loads
 from ._messages import ToolCall
 from ._schema import json_schema, object_schema, type_name
 from ._serde import converter, describe_error
@@ -74,6 +74,18 @@ def check_cancelled() -> None:
 
 MAX_ARGUMENT_LENGTH = 1_000_000
 """The most characters of a tool call's JSON arguments that are read."""
+
+
+def _read_arguments(raw: str) -> Any:
+    """``raw`` parsed within the bounded parser's limits.
+
+    Text no longer than a number may be, with fewer brackets than the depth limit, is
+    within every limit by construction: the plain decoder reads it (most arguments are
+    that short), without the bounded parser's per-number and depth checks.
+    """
+    if len(raw) <= MAX_NUMBER_DIGITS and raw.count("[") + raw.count("{") <= MAX_DEPTH:
+        return json.loads(raw)
+    return loads(raw, max_length=MAX_ARGUMENT_LENGTH)
 
 
 def _json_type(value: Any) -> str:
@@ -243,9 +255,7 @@ class Tool:
         """
         try:
             # "{}" is what most calls of argument-less tools carry: skip the decoder.
-            data = (
-                {} if raw == "{}" or not raw.strip() else loads(raw, max_length=MAX_ARGUMENT_LENGTH)
-            )
+            data = {} if raw == "{}" or not raw.strip() else _read_arguments(raw)
         except JSONLimitError as exc:
             raise ToolArgumentError(
                 f"invalid arguments for tool '{self.name}': not read: {exc}",

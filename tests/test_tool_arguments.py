@@ -9,6 +9,7 @@ where a batch runs.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any
 
@@ -26,7 +27,8 @@ from reactcore import (
     ToolCall,
     tool,
 )
-from reactcore._tools import MAX_ARGUMENT_LENGTH
+from reactcore._json import loads
+from reactcore._tools import MAX_ARGUMENT_LENGTH, _read_arguments
 from tests.helpers import calls_state
 
 pytestmark = pytest.mark.anyio
@@ -238,3 +240,17 @@ async def test_any_arguments_answer_the_result_or_an_argument_error(
                 f"Error: arguments for tool '{t.name}' are not valid JSON: ",
             )
         ), text
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw=st.one_of(_json.map(json.dumps), st.text(max_size=30), _hostile))
+def test_the_short_text_shortcut_reads_exactly_like_the_bounded_parser(raw: str) -> None:
+    """Short arguments skip the bounded parser's checks: whatever the text, the result (or
+    the error type) is the bounded parser's."""
+    outcomes = []
+    for read in (_read_arguments, functools.partial(loads, max_length=MAX_ARGUMENT_LENGTH)):
+        try:
+            outcomes.append(("value", json.dumps(read(raw))))
+        except ValueError as exc:
+            outcomes.append(("error", type(exc).__name__))
+    assert outcomes[0] == outcomes[1]
