@@ -82,7 +82,7 @@ def unique_call_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
 
 def visible_names(request: ModelRequest) -> tuple[str, ...]:
     """The names of the tools ``request`` shows the model (known or dynamic), in order."""
-    return tuple(s.name for s in request.visible_tool_specs())
+    return tuple(dict.fromkeys(s.name for s in request.visible_tool_specs()))
 
 
 class _StateValues(Mapping[str, Any]):

@@ -81,8 +81,11 @@ def _typeddict_schema(tp: Any) -> dict[str, Any]:
 
 
 def _description(metadata: tuple[Any, ...]) -> str | None:
-    texts = [m for m in metadata if isinstance(m, str)]
-    return " ".join(texts) if texts else None
+    """The text of ``Annotated`` metadata: strings, or objects with a string
+    ``description`` (such as pydantic's ``Field(description=...)``)."""
+    texts = [m if isinstance(m, str) else getattr(m, "description", None) for m in metadata]
+    found = [t for t in texts if isinstance(t, str) and t]
+    return " ".join(found) if found else None
 
 
 def _generic_schema(tp: Any) -> dict[str, Any]:

@@ -111,6 +111,10 @@ def read(hint: Any, value: Any) -> Any:
             },
         ),
         (Annotated[int, "How many."], {"type": "integer", "description": "How many."}),
+        (
+            Annotated[int, pydantic.Field(description="From pydantic.")],
+            {"type": "integer", "description": "From pydantic."},
+        ),
     ],
     ids=repr,
 )
