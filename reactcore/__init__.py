@@ -75,6 +75,7 @@ from ._models.openai import OpenAIChatModel as OpenAIChatModel
 from ._result import AgentResult as AgentResult
 from ._run import AgentRun as AgentRun
 from ._run import EventStream as EventStream
+from ._serde import AllowNonFinite as AllowNonFinite
 from ._serde import messages_from_wire as messages_from_wire
 from ._serde import messages_to_wire as messages_to_wire
 from ._shapes import event_from_json as event_from_json
@@ -101,6 +102,7 @@ __all__ = [
     "AgentResult",
     "AgentRun",
     "AgentToolNode",
+    "AllowNonFinite",
     "ApprovalPolicy",
     "Approve",
     "AssistantMessage",

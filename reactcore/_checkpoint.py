@@ -191,6 +191,15 @@ def _register_tagged_union(union: Any, tag_name: str, tags: Mapping[str, type]) 
     converter.register_structure_hook(union, structure)
 
 
+# ``visible_tools`` is left out while ``None`` (a message not made by the LLM node), so
+# such messages keep the exact schema-1 layout; older checkpoints load it as ``None``.
+converter.register_unstructure_hook(
+    AssistantMessage,
+    make_dict_unstructure_fn(
+        AssistantMessage, converter, visible_tools=override(omit_if_default=True)
+    ),
+)
+
 _register_tagged_union(
     ContentPart,
     "type",

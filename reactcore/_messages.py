@@ -262,15 +262,28 @@ def _to_calls(value: Any) -> tuple[ToolCall, ...]:
     return tuple(value)
 
 
+def _to_names(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
 @attrs.frozen
 class AssistantMessage:
-    """What the model answered: text, tool calls, or both."""
+    """What the model answered: text, tool calls, or both.
+
+    ``visible_tools`` names the tools the model was shown in the request that produced
+    this answer (after every model interceptor), recorded by ``AgentLlmNode`` when the
+    answer has tool calls. The tool node runs only those (plus the resolver's); ``None``
+    (a message not made by the LLM node, e.g. built by hand) lets every tool run.
+    """
 
     text: str = attrs.field(default="", validator=_text)
     tool_calls: tuple[ToolCall, ...] = attrs.field(
         default=(), converter=_to_calls, validator=_items(ToolCall)
     )
     metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False, validator=_mapping)
+    visible_tools: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_to_names, validator=attrs.validators.optional(_items(str))
+    )
 
 
 @attrs.frozen

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, NewType, get_args, get_origin
+from typing import Annotated, Any, Literal, NewType, get_args, get_origin
 
 import attrs
 import cattrs
@@ -60,9 +61,33 @@ def _strict_int(value: Any, _: type) -> int:
 
 
 def _strict_float(value: Any, _: type) -> float:
+    number = _any_float(value, _)
+    if math.isfinite(number):
+        return number
+    # ``NaN``/``Infinity`` are not JSON, and ``1e999`` reads as infinity: no tool expects
+    # them unless its parameter says so (``Annotated[float, AllowNonFinite]``).
+    raise StrictTypeError(f"expected a finite number, got {value!r}")
+
+
+def _any_float(value: Any, _: Any) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     raise StrictTypeError(f"expected a number, got {_type_name(value)} {value!r}")
+
+
+class AllowNonFinite:
+    """A marker for a float parameter that accepts NaN and ±infinity:
+    ``ratio: Annotated[float, AllowNonFinite]``. Without it, a tool argument (or a
+    structured output field) that is ``NaN``, ``Infinity`` or overflows to infinity
+    (``1e999``) is an invalid argument."""
+
+
+def _allows_non_finite(tp: Any) -> bool:
+    if get_origin(tp) is not Annotated:
+        return False
+    base, *metadata = get_args(tp)
+    marked = any(m is AllowNonFinite or isinstance(m, AllowNonFinite) for m in metadata)
+    return marked and base is float
 
 
 def _strict_str(value: Any, _: type) -> str:
@@ -152,6 +177,7 @@ converter.register_structure_hook_func(_is_literal, _strict_literal)
 converter.register_structure_hook_func(_is_enum, _strict_enum)
 converter.register_structure_hook_factory(_is_array, _strict_array)
 converter.register_structure_hook_factory(_is_object, _strict_object)
+converter.register_structure_hook_func(_allows_non_finite, _any_float)
 
 
 def _format_one(exc: BaseException, type_: Any) -> str:
@@ -175,7 +201,7 @@ def describe_error(exc: BaseException, root: str) -> str:
 def to_json_text(value: Any) -> str:
     """A tool's result as text for the model: strings pass through, the rest is JSON.
 
-    A value JSON cannot hold (a set, a datetime, NaN) raises ``TypeError`` /
+    A value JSON cannot hold (a set, bytes, NaN) raises ``TypeError`` /
     ``ValueError``, which the tool node turns into an error response naming the tool.
     """
     if isinstance(value, str):
