@@ -117,6 +117,7 @@ class ReactAgent:
     interceptors: Sequence[Any] = attrs.field(default=(), kw_only=True)
     parallel_tool_execution: bool = attrs.field(default=False, kw_only=True)
     max_parallel_tools: int = attrs.field(default=5, kw_only=True)
+    max_tool_threads: int = attrs.field(default=40, kw_only=True)
     tool_execution_timeout: float = attrs.field(default=300.0, kw_only=True)
     wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True)
     output_key: str | None = attrs.field(default=None, kw_only=True)
@@ -178,6 +179,7 @@ class ReactAgent:
                 agent_name=self.name,
                 parallel_tool_execution=self.parallel_tool_execution,
                 max_parallel_tools=self.max_parallel_tools,
+                max_tool_threads=self.max_tool_threads,
                 tool_execution_timeout=self.tool_execution_timeout,
                 wrap_sync_tools_as_async=self.wrap_sync_tools_as_async,
                 tool_interceptors=tool_chain,
@@ -192,6 +194,12 @@ class ReactAgent:
     def tool_node(self) -> AgentToolNode | None:
         """The acting node (``None`` when the agent has no tools)."""
         return self._tool_node
+
+    @property
+    def abandoned_threads(self) -> int:
+        """Worker threads of timed-out or cancelled tool calls that still run (all runs);
+        they count against ``max_tool_threads`` until they end."""
+        return 0 if self._tool_node is None else self._tool_node.abandoned_threads
 
     @property
     def llm_node(self) -> AgentLlmNode:

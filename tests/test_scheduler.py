@@ -33,9 +33,8 @@ async def test_cancel_one_job_while_the_batch_goes_on() -> None:
     long = Job(sleeper(30), timeout=60)
     other = Job(wait_gate, timeout=60)
     queued = Job(sleeper(0), timeout=60)
-    limiter = anyio.CapacityLimiter(2)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(run_parallel, [long, other, queued], limiter)
+        tg.start_soon(run_parallel, [long, other, queued], 2)
         await anyio.wait_all_tasks_blocked()
         assert long.running and other.running and not queued.running
         assert not queued.cancel("too early")
@@ -78,13 +77,14 @@ async def test_first_error_in_job_order_raised_as_itself() -> None:
     sibling = Job(sleeper(30), timeout=60)
     jobs = [sibling, Job(fail, 60, key="first"), Job(fail, 60, key="second")]
     with pytest.raises(KeyError, match="first"):
-        await run_parallel(jobs, anyio.CapacityLimiter(3))
+        await run_parallel(jobs, 3)
     assert sibling.status is None  # cancelled with the batch, never ended
 
 
 async def test_observer_sees_start_inside_scope_and_end() -> None:
     """An observer is told when a job starts (inside its scope: it can cancel it from there)
-    and when it has ended, with its status; the next queued job got the freed slot."""
+    and when it has ended, with its status; the next queued job got the freed slot of the
+    shared limiter, which is free again at the end."""
     limiter = anyio.CapacityLimiter(1)
     seen: list[tuple[str, Any]] = []
 
@@ -101,7 +101,7 @@ async def test_observer_sees_start_inside_scope_and_end() -> None:
     jobs = [Job(sleeper(30), 60, key="cancel-me", observer=observer)]
     jobs.append(Job(sleeper(0), 60, key="b", observer=observer))
     with anyio.fail_after(10):
-        await run_parallel(jobs, limiter)
+        await run_parallel(jobs, 1, [limiter])
     # Task start order is the backend's choice (trio shuffles it); each job's pair is not.
     for key, status in (("cancel-me", Status.CANCELLED), ("b", Status.DONE)):
         started = seen.index(("started", key))
@@ -124,7 +124,7 @@ async def test_more_jobs_than_slots_run_on_k_workers_in_order() -> None:
     jobs = [Job(hold, 60, key=i) for i in range(10)]
     async with anyio.create_task_group() as tg:
         before = live_tasks()
-        tg.start_soon(run_parallel, jobs, anyio.CapacityLimiter(3))
+        tg.start_soon(run_parallel, jobs, 3)
         await anyio.wait_all_tasks_blocked()
         assert started == [0, 1, 2]
         assert live_tasks() - before == 1 + 3  # the batch and its three workers
