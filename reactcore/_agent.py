@@ -243,17 +243,22 @@ class ReactAgent:
         config = attrs.evolve(config, context=dict(config.context))
         run_id = uuid.uuid4().hex[:12]
         run = AgentRun(run_id, config.thread_id, self.max_buffered_events)
-        failure: Exception | None = None
+        failure: BaseException | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._drive, run, input, config)
             try:
                 yield run
-            except Exception as exc:
+            except (anyio.get_cancelled_exc_class(), GeneratorExit):
+                raise
+            except BaseException as exc:
                 # Raised after the group, so the caller gets it as itself, not in a group.
                 failure = exc
             finally:
                 if not run.done:
                     run.cancel()
+        if failure is None:
+            # KeyboardInterrupt, SystemExit … never stay inside a run nobody asked about.
+            failure = run.unraised_fatal_error
         if failure is not None:
             raise failure
 
@@ -279,16 +284,20 @@ class ReactAgent:
             with run.scope:
                 start = await starting_point(self, value, config)
                 result = await Loop(self, run, config).execute(start)
-        except Exception as exc:
-            if log is not None:
-                log.warning("agent_run_failed", error=type(exc).__name__)
-            await run.finish(RunFailed(exc), None, exc)
-            return
-        except BaseException:
+        except anyio.get_cancelled_exc_class():
             # Cancelled from outside (the caller's scope): end the handle, then propagate.
             error = _cancelled(run, "the run was cancelled from outside")
             run.finish_nowait(RunFailed(error), error)
             raise
+        except BaseException as exc:
+            # An error, or KeyboardInterrupt, SystemExit … from a tool, hook or model: the
+            # run failed, and ``result()`` (and ``start``) raise it as itself. Never raised
+            # into the task group: it would come out wrapped in a group (and on asyncio a
+            # KeyboardInterrupt escaping a task stops the event loop).
+            if log is not None:
+                log.warning("agent_run_failed", error=type(exc).__name__)
+            await run.finish(RunFailed(exc), None, exc)
+            return
         if result is None:
             error = _cancelled(run, "the run was cancelled")
             await run.finish(RunFailed(error), None, error)

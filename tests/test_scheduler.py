@@ -131,3 +131,48 @@ async def test_more_jobs_than_slots_run_on_k_workers_in_order() -> None:
         gate.set()
     assert [job.result for job in jobs] == list(range(10))
     assert all(job.status is Status.DONE for job in jobs)
+
+
+class Halt(BaseException):
+    """A BaseException that is not an Exception (like KeyboardInterrupt)."""
+
+
+async def test_base_exception_raised_as_itself_before_any_error() -> None:
+    """A job raising a BaseException that is not an Exception cancels its siblings and is
+    raised bare (no group), even when an earlier job in order raised a plain Exception:
+    the more serious one is never hidden behind a tool error."""
+    both_started = anyio.Event()
+    started = 0
+
+    async def fail(error: BaseException) -> Any:
+        nonlocal started
+        started += 1
+        if started == 2:
+            both_started.set()
+        with anyio.CancelScope(shield=True):
+            await both_started.wait()
+        raise error
+
+    halt = Halt("stop")
+    sibling = Job(sleeper(30), timeout=60)
+    jobs = [Job(fail, 60, key=KeyError("first")), Job(fail, 60, key=halt), sibling]
+    with pytest.raises(Halt) as raised:
+        await run_parallel(jobs, 3)
+    assert raised.value is halt
+    assert sibling.status is None  # cancelled with the batch
+
+
+async def test_sequential_base_exception_propagates_and_frees_limiters() -> None:
+    """In sequential mode a BaseException from a job propagates as itself, the next jobs
+    never run, and every limiter it held is free again."""
+    shared = anyio.CapacityLimiter(1)
+    own = anyio.CapacityLimiter(1)
+
+    async def halt(key: Any) -> Any:
+        raise Halt("stop")
+
+    later = Job(sleeper(0), 60)
+    with pytest.raises(Halt):
+        await run_sequential([Job(halt, 60, limiter=own), later], [shared])
+    assert later.status is None
+    assert (shared.borrowed_tokens, own.borrowed_tokens) == (0, 0)
