@@ -105,7 +105,7 @@ class ReactAgent:
     """A ReAct agent: ``await agent.invoke("question")`` → ``AgentResult``.
 
     See the README for every option; they follow the seed's builder, with the defaults
-    it has (sequential tools, 5 at most in parallel, 300 s per tool call).
+    it has (sequential tools, 5 at most in parallel in one batch, 300 s per tool call).
     """
 
     name: str = attrs.field(validator=_non_empty)
@@ -118,6 +118,7 @@ class ReactAgent:
     parallel_tool_execution: bool = attrs.field(default=False, kw_only=True)
     max_parallel_tools: int = attrs.field(default=5, kw_only=True)
     max_tool_threads: int = attrs.field(default=40, kw_only=True)
+    tool_limiter: anyio.CapacityLimiter | None = attrs.field(default=None, kw_only=True)
     tool_execution_timeout: float = attrs.field(default=300.0, kw_only=True)
     wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True)
     output_key: str | None = attrs.field(default=None, kw_only=True)
@@ -180,6 +181,7 @@ class ReactAgent:
                 parallel_tool_execution=self.parallel_tool_execution,
                 max_parallel_tools=self.max_parallel_tools,
                 max_tool_threads=self.max_tool_threads,
+                tool_limiter=self.tool_limiter,
                 tool_execution_timeout=self.tool_execution_timeout,
                 wrap_sync_tools_as_async=self.wrap_sync_tools_as_async,
                 tool_interceptors=tool_chain,

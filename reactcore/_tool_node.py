@@ -206,15 +206,21 @@ class AgentToolNode:
     batch, sync tools always in worker threads. Each call gets ``tool.timeout`` or
     ``tool_execution_timeout`` seconds from when it starts running.
 
-    Shared by every run of the node: the thread budget — at most ``max_tool_threads``
-    worker threads alive, threads abandoned by timed-out or cancelled calls included until
-    they end (``abandoned_threads``).
+    Shared by every run of the node: ``tool_limiter`` (a cap on its calls in flight, if
+    given) and the thread budget — at most ``max_tool_threads`` worker threads alive,
+    threads abandoned by timed-out or cancelled calls included until they end
+    (``abandoned_threads``).
     """
 
     tools: Sequence[Tool | Callable[..., Any]] = ()
     agent_name: str = attrs.field(default="agent", kw_only=True)
     parallel_tool_execution: bool = attrs.field(default=False, kw_only=True)
     max_parallel_tools: int = attrs.field(default=5, kw_only=True, validator=_at_least_one)
+    tool_limiter: anyio.CapacityLimiter | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=attrs.validators.optional(attrs.validators.instance_of(anyio.CapacityLimiter)),
+    )
     max_tool_threads: int = attrs.field(default=40, kw_only=True, validator=_at_least_one)
     tool_execution_timeout: float = attrs.field(default=300.0, kw_only=True, validator=_positive)
     wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True)
@@ -237,7 +243,9 @@ class AgentToolNode:
 
     def __attrs_post_init__(self) -> None:
         self._index = _index_tools(self.tools)
-        self._limiters = (anyio.CapacityLimiter(self.max_parallel_tools),)
+        # A batch is bounded by max_parallel_tools on its own; the shared cap, if given, is
+        # held by every call of every run (in both modes).
+        self._limiters = (self.tool_limiter,) if self.tool_limiter is not None else ()
         chain = functools.partial(chain_tool_interceptors, list(self.tool_interceptors))
         self._inline = self._guarded(
             chain(functools.partial(self._execute, self.wrap_sync_tools_as_async))
@@ -325,7 +333,7 @@ class AgentToolNode:
         if parallel:
             await run_parallel(jobs, self.max_parallel_tools, self._limiters)
         else:
-            await run_sequential(jobs)
+            await run_sequential(jobs, self._limiters)
         if observer is None:
             for job in jobs:
                 if job.status is not None:
