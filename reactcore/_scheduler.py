@@ -98,15 +98,26 @@ def _settle(job: Job, start: float, deadline: float, cancel_called: bool) -> Non
         job.status = Status.DONE
 
 
+def _in(limiter: anyio.CapacityLimiter, limiters: Sequence[Any]) -> bool:
+    return any(limiter is other for other in limiters)
+
+
 async def _acquire(job: Job, limiters: Sequence[anyio.CapacityLimiter]) -> list[Any]:
     """Take the job's own limiter, then ``limiters`` in order (each at most once), then a
     thread slot if the job needs one; what was taken, to ``_release``. Nothing is held if
-    the wait is cancelled."""
+    the wait is cancelled.
+
+    A job's own limiter that is also one of ``limiters`` (a tool limited by the shared cap
+    itself) is taken once, at the cap's place: every job of the batch then takes it in the
+    same order, so none holds it while waiting for a slot another holds while waiting for it.
+    """
+    own = job.limiter
+    order = limiters if own is None or _in(own, limiters) else (own, *limiters)
     held: list[Any] = []
     try:
-        for limiter in (job.limiter, *limiters):
-            if limiter is None or any(limiter is h for h in held):
-                continue  # the same limiter twice (a cap that is also a tool's): once
+        for limiter in order:
+            if _in(limiter, held):
+                continue  # the same limiter passed twice: taken once
             if not _try_acquire(limiter):
                 await limiter.acquire()
             held.append(limiter)

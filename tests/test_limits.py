@@ -255,3 +255,30 @@ def test_limit_options_are_checked_when_the_agent_is_built(
 
     with pytest.raises(error, match=message.replace("(", r"\(")):
         ReactAgent("a", ScriptedChatModel([]), tools=[noop], **options)
+
+
+async def test_a_cap_that_is_one_tools_limiter_in_a_mixed_batch_never_deadlocks() -> None:
+    """One batch (``max_parallel_tools=1``) mixes a tool whose own limiter is the shared
+    one-token cap with plain tools: each call takes the cap at the same place in its order
+    (after the batch slot), so no call holds the cap while waiting for the batch slot held
+    by a call waiting for the cap. Every call answers."""
+    shared = anyio.CapacityLimiter(1)
+
+    @tool(limiter=shared)
+    async def db(run: str) -> str:
+        await anyio.lowlevel.checkpoint()
+        return "row"
+
+    @tool
+    async def free(run: str) -> str:
+        await anyio.lowlevel.checkpoint()
+        return "free"
+
+    node = AgentToolNode(
+        [db, free], parallel_tool_execution=True, max_parallel_tools=1, tool_limiter=shared
+    )
+    calls = [call(str(i), "db" if i % 2 else "free", run="r") for i in range(6)]
+    with anyio.fail_after(5):
+        update = await node(calls_state(*calls))
+    assert texts(update) == ["free", "row"] * 3
+    assert shared.borrowed_tokens == 0
