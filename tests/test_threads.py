@@ -14,6 +14,7 @@ from structlog.testing import capture_logs
 
 from reactcore import AgentToolNode, ReactAgent, ToolResponseMessage, check_cancelled, tool
 from reactcore._models.scripted import ScriptedChatModel
+from reactcore._threads import ThreadBudget
 from tests.helpers import asks, call, calls_state
 
 pytestmark = pytest.mark.anyio
@@ -204,3 +205,19 @@ async def test_cancelled_run_abandons_its_thread_and_the_agent_counts_it() -> No
         release.set()
         with anyio.move_on_after(5):
             await wait_for(lambda: agent.abandoned_threads == 0)
+
+
+async def test_call_cancelled_before_its_thread_starts_never_runs_the_tool() -> None:
+    """A thread hand-off cancelled before the thread started is skipped: the function never
+    runs, nothing counts as abandoned, and the slot is free again once the call ends."""
+    budget = ThreadBudget(1)
+    ran = threading.Event()
+    slot = await budget.reserve()
+    assert budget.in_use == 1
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await slot.run_sync(ran.set)
+    slot.close()
+    assert scope.cancelled_caught
+    assert (budget.in_use, budget.abandoned) == (0, 0)
+    assert not ran.is_set()
