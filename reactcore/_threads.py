@@ -13,11 +13,15 @@ the call's timeout. ``anyio.to_thread.run_sync`` then gets a limiter that never 
 (Left to themselves, anyio's backends differ: on asyncio the thread limiter's token comes
 back as soon as the awaiting task is cancelled, on trio only once the thread has ended,
 and on both the wait for a token happens inside the caller's deadline.)
+
+A thread that returns while its call waits for it gives nothing to report: the call gives
+the slot back as it ends. An abandoned thread reports its own end to the event loop
+(``anyio.from_thread.run_sync``); when that loop has ended too, the next ``reserve`` — in
+whatever loop uses the node next — counts it, so no slot is lost with the loop.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import math
 import threading
@@ -40,13 +44,6 @@ _SLOT: ContextVar[ThreadSlot | None] = ContextVar("reactcore_thread_slot", defau
 
 def _no_fields(key: Any) -> Mapping[str, Any]:
     return {}
-
-
-def _loop_soon(callback: Callable[[], None]) -> None:
-    """Run ``callback`` in the event loop's thread, from a worker thread; nothing if the
-    loop has ended (then nobody is left to care about the count)."""
-    with contextlib.suppress(RuntimeError):  # RunFinishedError, or "Event loop is closed"
-        anyio.from_thread.run_sync(callback)
 
 
 class _Thread(enum.Enum):
@@ -92,7 +89,7 @@ class ThreadSlot:
                     abandoned = handoff.state is _Thread.ABANDONED
                     handoff.state = _Thread.FINISHED
                 if abandoned:
-                    _loop_soon(self._thread_ended)
+                    self.budget.report_end(self)
 
         try:
             result: T = await anyio.to_thread.run_sync(
@@ -115,7 +112,7 @@ class ThreadSlot:
         else:
             self.budget.release(self)
 
-    def _thread_ended(self) -> None:
+    def thread_ended(self) -> None:
         """An abandoned thread has really ended (runs in the event loop's thread)."""
         self._alive -= 1
         if not self._closed:
@@ -136,7 +133,11 @@ class ThreadBudget:
     total: int
     log: Logger = attrs.field(factory=get_logger)
     describe: Describe = _no_fields
-    abandoned: int = attrs.field(default=0, init=False)
+    _abandoned: int = attrs.field(default=0, init=False)
+    # Slots whose abandoned thread ended after its event loop had: counted at the next
+    # reserve() (in a loop's thread), so an agent used again in a new loop gets them back.
+    _orphans: list[ThreadSlot] = attrs.field(factory=list, init=False)
+    _orphans_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _limiter: anyio.CapacityLimiter = attrs.field(init=False)
     unbounded: anyio.CapacityLimiter = attrs.field(init=False)
 
@@ -146,12 +147,19 @@ class ThreadBudget:
         self.unbounded = anyio.CapacityLimiter(math.inf)
 
     @property
+    def abandoned(self) -> int:
+        """Threads of ended calls that still run."""
+        return self._abandoned - len(self._orphans)
+
+    @property
     def in_use(self) -> int:
         """Slots taken: calls that hold one, and ended calls whose threads still run."""
-        return int(self._limiter.borrowed_tokens)
+        return int(self._limiter.borrowed_tokens) - len(self._orphans)
 
     async def reserve(self, key: Any = None) -> ThreadSlot:
         """Wait for a free slot and take it for the call ``key`` (give it back: ``close``)."""
+        if self._orphans:
+            self._adopt_orphans()
         slot = ThreadSlot(self, key)
         try:
             self._limiter.acquire_on_behalf_of_nowait(slot)
@@ -163,15 +171,30 @@ class ThreadBudget:
         self._limiter.release_on_behalf_of(slot)
 
     def abandon(self, slot: ThreadSlot, threads: int) -> None:
-        self.abandoned += threads
+        self._abandoned += threads
         fields = self.describe(slot.key)
         for _ in range(threads):
             self.log.warning("tool_thread_abandoned", **fields, abandoned_threads=self.abandoned)
 
     def thread_ended(self, slot: ThreadSlot) -> None:
-        self.abandoned -= 1
+        self._abandoned -= 1
         fields = self.describe(slot.key)
         self.log.info("tool_thread_ended", **fields, abandoned_threads=self.abandoned)
+
+    def report_end(self, slot: ThreadSlot) -> None:
+        """Tell the event loop that an abandoned thread of ``slot`` has ended; called from
+        that thread. If the loop has ended too, the next ``reserve`` counts it."""
+        try:
+            anyio.from_thread.run_sync(slot.thread_ended)
+        except RuntimeError:  # RunFinishedError, or asyncio's "Event loop is closed"
+            with self._orphans_lock:
+                self._orphans.append(slot)
+
+    def _adopt_orphans(self) -> None:
+        with self._orphans_lock:
+            orphans, self._orphans = self._orphans, []
+        for slot in orphans:
+            slot.thread_ended()
 
 
 def current_slot() -> ThreadSlot | None:

@@ -5,6 +5,7 @@ asyncio and trio."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -221,3 +222,40 @@ async def test_call_cancelled_before_its_thread_starts_never_runs_the_tool() -> 
     assert scope.cancelled_caught
     assert (budget.in_use, budget.abandoned) == (0, 0)
     assert not ran.is_set()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_thread_that_outlives_its_event_loop_gives_its_slot_back(backend: str) -> None:
+    """A node used in one event loop, then in another (``anyio.run`` twice): a thread
+    abandoned in the first that ends after that loop has closed no longer counts, and the
+    next loop's call gets the one-thread budget and runs."""
+    release = threading.Event()
+
+    @tool(timeout=0.05)
+    def stuck() -> str:
+        release.wait(10)
+        return "late"
+
+    @tool
+    def quick() -> str:
+        return "ok"
+
+    node = AgentToolNode([stuck, quick], wrap_sync_tools_as_async=True, max_tool_threads=1)
+
+    async def ask(name: str) -> dict[str, Any]:
+        with anyio.fail_after(5):
+            return await node(calls_state(call(name, name)))
+
+    try:
+        first = anyio.run(ask, "stuck", backend=backend)
+        assert texts(first) == ["Error: Tool execution timed out after 0.05s (tool 'stuck')"]
+        assert node.abandoned_threads == 1
+        release.set()
+        deadline = time.monotonic() + 5
+        while node.abandoned_threads and time.monotonic() < deadline:
+            time.sleep(0.005)  # no loop runs now: the thread ends on its own
+        assert node.abandoned_threads == 0
+        assert texts(anyio.run(ask, "quick", backend=backend)) == ["ok"]
+        assert node._threads.in_use == 0
+    finally:
+        release.set()
