@@ -10,18 +10,19 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from reactcore import AgentToolNode, AssistantMessage, ReactAgent, ToolResponseMessage, tool
+from reactcore import (
+    AgentToolNode,
+    AssistantMessage,
+    ReactAgent,
+    Tool,
+    ToolResponseMessage,
+    tool,
+)
 from reactcore._models.scripted import ScriptedChatModel
 from tests.helpers import asks, call, calls_state
+from tests.helpers import response_texts as texts
 
 pytestmark = pytest.mark.anyio
-
-
-def texts(update: dict[str, Any]) -> list[str]:
-    """The response texts of the node's ToolResponseMessage, in order."""
-    message = update["messages"][-1]
-    assert isinstance(message, ToolResponseMessage)
-    return [r.response_data for r in message.responses]
 
 
 class InFlight:
@@ -43,6 +44,30 @@ class InFlight:
         self.now[run] -= 1
         self.total -= 1
 
+    def holding(self, gate: anyio.Event) -> Tool:
+        """A tool ``hold(run)`` that stays in flight until ``gate`` is set; answers ``run``."""
+
+        async def hold(run: str) -> str:
+            self.enter(run)
+            try:
+                await gate.wait()
+            finally:
+                self.leave(run)
+            return run
+
+        return Tool.from_function(hold)
+
+    def passing(self, name: str, answer: str, limiter: Any = None) -> Tool:
+        """A tool ``name(run)`` in flight across one checkpoint; answers ``answer``."""
+
+        async def passing(run: str) -> str:
+            self.enter(run)
+            await anyio.lowlevel.checkpoint()
+            self.leave(run)
+            return answer
+
+        return Tool.from_function(passing, name=name, limiter=limiter)
+
 
 def batch(run: str, n: int, name: str = "hold") -> Any:
     return calls_state(*(call(f"{run}-{i}", name, run=run) for i in range(n)))
@@ -54,15 +79,7 @@ async def test_max_parallel_tools_bounds_each_batch_not_the_agent() -> None:
     is per batch, not shared by every run of the agent."""
     flight = InFlight()
     gate = anyio.Event()
-
-    @tool
-    async def hold(run: str) -> str:
-        flight.enter(run)
-        try:
-            await gate.wait()
-        finally:
-            flight.leave(run)
-        return run
+    hold = flight.holding(gate)
 
     node = AgentToolNode([hold], parallel_tool_execution=True, max_parallel_tools=2)
     results: dict[str, Any] = {}
@@ -88,15 +105,7 @@ async def test_tool_limiter_caps_every_run_of_the_agent_together(parallel: bool)
     run still gets its answers."""
     flight = InFlight()
     gate = anyio.Event()
-
-    @tool
-    async def hold(run: str) -> str:
-        flight.enter(run)
-        try:
-            await gate.wait()
-        finally:
-            flight.leave(run)
-        return f"held {run}"
+    hold = flight.holding(gate)
 
     def reply(request: Any) -> Any:
         last = request.messages[-1]
@@ -138,14 +147,7 @@ async def test_cap_that_is_also_a_tools_own_limiter_is_taken_once(parallel: bool
     for itself), so the calls run one at a time and all answer."""
     shared = anyio.CapacityLimiter(1)
     flight = InFlight()
-
-    @tool(limiter=shared)
-    async def db(run: str) -> str:
-        flight.enter(run)
-        await anyio.lowlevel.checkpoint()
-        flight.leave(run)
-        return "row"
-
+    db = flight.passing("db", "row", limiter=shared)
     node = AgentToolNode(
         [db], parallel_tool_execution=parallel, max_parallel_tools=4, tool_limiter=shared
     )
@@ -158,31 +160,12 @@ async def test_cap_that_is_also_a_tools_own_limiter_is_taken_once(parallel: bool
 async def test_per_batch_limits_resource_limiters_and_a_cap_never_deadlock() -> None:
     """Twenty concurrent batches mixing tools with a resource limiter (2) and plain tools,
     ``max_parallel_tools=2`` per batch and a cap of 3 over all: every call answers, the cap
-    is never exceeded, the resource never has more than 2 calls."""
+    and the per-batch limit are never exceeded, every limiter is free at the end."""
     resource = anyio.CapacityLimiter(2)
     cap = anyio.CapacityLimiter(3)
     flight = InFlight()
-    in_resource = 0
-    most_in_resource = 0
-
-    @tool(limiter=resource)
-    async def slow(run: str) -> str:
-        nonlocal in_resource, most_in_resource
-        in_resource += 1
-        most_in_resource = max(most_in_resource, in_resource)
-        flight.enter(run)
-        await anyio.sleep(0.001)
-        flight.leave(run)
-        in_resource -= 1
-        return "s"
-
-    @tool
-    async def fast(run: str) -> str:
-        flight.enter(run)
-        await anyio.lowlevel.checkpoint()
-        flight.leave(run)
-        return "f"
-
+    slow = flight.passing("slow", "s", limiter=resource)
+    fast = flight.passing("fast", "f")
     node = AgentToolNode(
         [slow, fast], parallel_tool_execution=True, max_parallel_tools=2, tool_limiter=cap
     )
@@ -198,7 +181,6 @@ async def test_per_batch_limits_resource_limiters_and_a_cap_never_deadlock() -> 
                 tg.start_soon(one, run)
     assert results == [["f", "s", "f", "s"]] * 20
     assert flight.most_total <= 3 and max(flight.most.values()) <= 2
-    assert most_in_resource <= 2
     assert (cap.borrowed_tokens, resource.borrowed_tokens) == (0, 0)
 
 
@@ -263,17 +245,9 @@ async def test_a_cap_that_is_one_tools_limiter_in_a_mixed_batch_never_deadlocks(
     (after the batch slot), so no call holds the cap while waiting for the batch slot held
     by a call waiting for the cap. Every call answers."""
     shared = anyio.CapacityLimiter(1)
-
-    @tool(limiter=shared)
-    async def db(run: str) -> str:
-        await anyio.lowlevel.checkpoint()
-        return "row"
-
-    @tool
-    async def free(run: str) -> str:
-        await anyio.lowlevel.checkpoint()
-        return "free"
-
+    flight = InFlight()
+    db = flight.passing("db", "row", limiter=shared)
+    free = flight.passing("free", "free")
     node = AgentToolNode(
         [db, free], parallel_tool_execution=True, max_parallel_tools=1, tool_limiter=shared
     )

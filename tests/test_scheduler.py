@@ -58,24 +58,32 @@ async def test_deadline_marks_timed_out_and_measures_running_time() -> None:
     assert (quick.status, quick.result) == (Status.DONE, "q")
 
 
+def raise_together(count: int, delays: dict[str, float] | None = None) -> Any:
+    """An invoke raising its key (an exception) once ``count`` jobs have started, after the
+    delay named by the exception's first argument: all of them raise, whichever is
+    cancelled first."""
+    all_started = anyio.Event()
+    started = 0
+
+    async def fail(error: BaseException) -> Any:
+        nonlocal started
+        started += 1
+        if started == count:
+            all_started.set()
+        with anyio.CancelScope(shield=True):
+            await all_started.wait()
+            await anyio.sleep((delays or {}).get(str(error.args[0]), 0))
+        raise error
+
+    return fail
+
+
 async def test_first_error_in_job_order_raised_as_itself() -> None:
     """When several jobs raise, siblings are cancelled and the first error in job order (not
     in time: "second" raises earlier) is raised bare, not in an ExceptionGroup."""
-    both_started = anyio.Event()
-    started = 0
-
-    async def fail(message: str) -> Any:
-        nonlocal started
-        started += 1
-        if started == 2:
-            both_started.set()
-        with anyio.CancelScope(shield=True):  # both raise, whichever is cancelled first
-            await both_started.wait()
-            await anyio.sleep(0.01 if message == "first" else 0)
-        raise KeyError(message)
-
+    fail = raise_together(2, {"first": 0.01})
     sibling = Job(sleeper(30), timeout=60)
-    jobs = [sibling, Job(fail, 60, key="first"), Job(fail, 60, key="second")]
+    jobs = [sibling, Job(fail, 60, key=KeyError("first")), Job(fail, 60, key=KeyError("second"))]
     with pytest.raises(KeyError, match="first"):
         await run_parallel(jobs, 3)
     assert sibling.status is None  # cancelled with the batch, never ended
@@ -141,18 +149,7 @@ async def test_base_exception_raised_as_itself_before_any_error() -> None:
     """A job raising a BaseException that is not an Exception cancels its siblings and is
     raised bare (no group), even when an earlier job in order raised a plain Exception:
     the more serious one is never hidden behind a tool error."""
-    both_started = anyio.Event()
-    started = 0
-
-    async def fail(error: BaseException) -> Any:
-        nonlocal started
-        started += 1
-        if started == 2:
-            both_started.set()
-        with anyio.CancelScope(shield=True):
-            await both_started.wait()
-        raise error
-
+    fail = raise_together(2)
     halt = Halt("stop")
     sibling = Job(sleeper(30), timeout=60)
     jobs = [Job(fail, 60, key=KeyError("first")), Job(fail, 60, key=halt), sibling]

@@ -17,15 +17,9 @@ from reactcore import AgentToolNode, ReactAgent, ToolResponseMessage, check_canc
 from reactcore._models.scripted import ScriptedChatModel
 from reactcore._threads import ThreadBudget
 from tests.helpers import asks, call, calls_state
+from tests.helpers import response_texts as texts
 
 pytestmark = pytest.mark.anyio
-
-
-def texts(update: dict[str, Any]) -> list[str]:
-    """The response texts of the node's ToolResponseMessage, in order."""
-    message = update["messages"][-1]
-    assert isinstance(message, ToolResponseMessage)
-    return [r.response_data for r in message.responses]
 
 
 class Bodies:
