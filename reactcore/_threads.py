@@ -127,12 +127,14 @@ class ThreadBudget:
     """At most ``total`` worker threads alive for one node, shared by all its runs.
 
     ``abandoned`` counts the threads of calls that have ended (timed out or cancelled)
-    while their thread still runs; each is logged once (``tool_thread_abandoned``).
+    while their thread still runs; each is logged once (``tool_thread_abandoned``, a
+    warning) and, with ``log_ends``, again when it ends (``tool_thread_ended``, info).
     """
 
     total: int
     log: Logger = attrs.field(factory=get_logger)
     describe: Describe = _no_fields
+    log_ends: bool = False
     _abandoned: int = attrs.field(default=0, init=False)
     # Slots whose abandoned thread ended after its event loop had: counted at the next
     # reserve() (in a loop's thread), so an agent used again in a new loop gets them back.
@@ -178,8 +180,9 @@ class ThreadBudget:
 
     def thread_ended(self, slot: ThreadSlot) -> None:
         self._abandoned -= 1
-        fields = self.describe(slot.key)
-        self.log.info("tool_thread_ended", **fields, abandoned_threads=self.abandoned)
+        if self.log_ends:
+            fields = self.describe(slot.key)
+            self.log.info("tool_thread_ended", **fields, abandoned_threads=self.abandoned)
 
     def report_end(self, slot: ThreadSlot) -> None:
         """Tell the event loop that an abandoned thread of ``slot`` has ended; called from

@@ -253,7 +253,9 @@ class AgentToolNode:
         self._threaded = self._guarded(chain(functools.partial(self._execute, True)))
         self.log = get_logger(agent=self.agent_name)
         # One budget for every run of the node: what bounds its worker threads.
-        self._threads = ThreadBudget(self.max_tool_threads, self.log, _call_fields)
+        self._threads = ThreadBudget(
+            self.max_tool_threads, self.log, _call_fields, log_ends=self.enable_acting_log
+        )
 
     @property
     def abandoned_threads(self) -> int:

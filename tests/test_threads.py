@@ -114,7 +114,8 @@ async def test_abandoned_threads_stay_bounded_and_queueing_never_times_out(
 
 async def test_abandoned_thread_ends_at_its_next_check_cancelled() -> None:
     """A timed-out sync tool that calls ``check_cancelled()`` in its loop is abandoned, then
-    stops at its next check: the count goes back to 0 and the end is logged."""
+    stops at its next check: the count goes back to 0 and, with the acting log, the end is
+    logged."""
     stop = threading.Event()
     ended = threading.Event()
 
@@ -127,7 +128,7 @@ async def test_abandoned_thread_ends_at_its_next_check_cancelled() -> None:
         finally:
             ended.set()
 
-    node = AgentToolNode([polling], wrap_sync_tools_as_async=True)
+    node = AgentToolNode([polling], wrap_sync_tools_as_async=True, enable_acting_log=True)
     try:
         with capture_logs() as logs:
             with anyio.fail_after(5):
