@@ -173,3 +173,28 @@ async def test_sequential_base_exception_propagates_and_frees_limiters() -> None
         await run_sequential([Job(halt, 60, limiter=own), later], [shared])
     assert later.status is None
     assert (shared.borrowed_tokens, own.borrowed_tokens) == (0, 0)
+
+
+async def test_k_workers_also_hold_a_shared_cap_per_job() -> None:
+    """With a shared cap, the k-worker path stays (no task per waiting job) and each running
+    job holds one cap token: a cap of 2 under a batch limit of 3 lets 2 run, and every
+    token is back at the end."""
+    gate = anyio.Event()
+    started: list[int] = []
+    cap = anyio.CapacityLimiter(2)
+
+    async def hold(key: Any) -> Any:
+        started.append(key)
+        await gate.wait()
+        return key
+
+    jobs = [Job(hold, 60, key=i) for i in range(10)]
+    async with anyio.create_task_group() as tg:
+        before = live_tasks()
+        tg.start_soon(run_parallel, jobs, 3, [cap])
+        await anyio.wait_all_tasks_blocked()
+        assert sorted(started) == [0, 1] and cap.borrowed_tokens == 2
+        assert live_tasks() - before == 1 + 3  # the batch and its three workers
+        gate.set()
+    assert [job.result for job in jobs] == list(range(10))
+    assert cap.borrowed_tokens == 0
