@@ -13,6 +13,7 @@
      ├── CallLimitExceeded         a limit hook with ``exit_behavior="error"`` tripped
      ├── RunCancelled              the caller cancelled the run (``run.cancel()``)
      ├── OutputParseError          the final answer does not parse as ``output_type``
+     ├── ThreadBusy                another live run owns the thread (``thread_id``)
      └── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
@@ -121,6 +122,24 @@ class RunCancelled(ReactcoreError):
         super().__init__(message)
         self.messages = list(messages)
         self.state = state
+
+
+class ThreadBusy(ReactcoreError):
+    """Raised by ``ReactAgent.start`` / ``invoke`` / ``stream`` when another live run (in
+    this process, or another one sharing the saver) owns the thread.
+
+    Raised at once, or after ``RunnableConfig.wait_for_thread`` seconds of waiting for
+    the owner to end. ``thread_id`` is the thread; ``holder`` says who owns it, as far as
+    the saver knows (e.g. ``"run 3f2a… (pid 4242)"``).
+    """
+
+    def __init__(self, thread_id: str, holder: str = "another run") -> None:
+        super().__init__(
+            f"thread {thread_id!r} is busy: {holder} owns it (wait for it to end, "
+            "or pass RunnableConfig(wait_for_thread=seconds) to wait)"
+        )
+        self.thread_id = thread_id
+        self.holder = holder
 
 
 class ScriptExhaustedError(ReactcoreError, RuntimeError):
