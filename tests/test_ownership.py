@@ -37,6 +37,7 @@ from reactcore import (
 )
 from reactcore._checkpoint import LeasingSaver, Saver
 from reactcore.testing import ScriptedChatModel
+from tests import pg
 from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio
@@ -44,14 +45,23 @@ pytestmark = pytest.mark.anyio
 REPO = Path(__file__).parents[1]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def saver(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[LeasingSaver]:
-    """Each saver in turn (SQLite on a fresh file, closed afterwards)."""
+    """Each saver in turn (SQLite on a fresh file, PostgreSQL in a fresh schema of the
+    real server; closed, and the schema dropped, afterwards)."""
     if request.param == "memory":
         yield MemorySaver()
-    else:
+    elif request.param == "sqlite":
         async with SqliteSaver(tmp_path / "cp.db", cancel_poll=0.02) as sqlite_saver:
             yield sqlite_saver
+    else:
+        from reactcore.postgres import PostgresSaver
+
+        with pg.fresh_schema() as schema:
+            async with PostgresSaver(
+                pg.DSN, schema=schema, lease_ttl=2.0, heartbeat=0.05, max_connections=4
+            ) as pg_saver:
+                yield pg_saver
 
 
 class Gate:
