@@ -5,25 +5,42 @@ their TTL, a zombie run's writes refused, and the acceptance runs across process
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psycopg
 import pytest
 
 from reactcore import (
+    AssistantMessage,
     Checkpoint,
     OverAllState,
+    ReactAgent,
+    RunCancelled,
+    RunnableConfig,
     SqliteSaver,
     ThreadBusy,
+    ToolCallStarted,
+    ToolResponseMessage,
     UserMessage,
     dump_checkpoint,
     load_checkpoint,
+    tool,
 )
 from reactcore.postgres import POSTGRES_SCHEMA, PostgresSaver
+from reactcore.testing import ScriptedChatModel
 from tests import pg
+from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio
 
@@ -175,3 +192,266 @@ async def test_a_run_whose_lease_was_taken_cannot_write(saver: PostgresSaver) ->
     assert await saver.list("t") == []
     await saver.put("t", checkpoint(0, run_id="successor"))  # the owner writes
     assert [c.run_id for c in await saver.list("t")] == ["successor"]
+
+
+# --- acceptance: replicas in processes ------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A saver spec for the replica script: an SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield f"sqlite:{tmp_path / 'shared.db'}"
+    else:
+        with pg.fresh_schema() as name:
+            yield f"postgres:{name}"
+
+
+@asynccontextmanager
+async def open_shared(spec: str) -> AsyncIterator[Any]:
+    kind, _, where = spec.partition(":")
+    if kind == "sqlite":
+        async with SqliteSaver(where) as sqlite_saver:
+            yield sqlite_saver
+    else:
+        async with PostgresSaver(pg.DSN, schema=where) as pg_saver:
+            yield pg_saver
+
+
+async def seed(spec: str, threads: list[str], pending: bool = False) -> None:
+    """Unfinished threads, as a replica that died before running them would leave them:
+    a question each (``pending``: and the model's batch of calls, not yet run)."""
+    async with open_shared(spec) as target:
+        for thread in threads:
+            messages: list[Any] = [UserMessage(f"go {thread}")]
+            if pending:
+                messages.append(
+                    asks(
+                        *[(f"{thread}-c{n}", "work", {"thread": thread, "n": n}) for n in range(4)]
+                    )
+                )
+            state = OverAllState({"messages": messages})
+            next_step = "tools" if pending else "model"
+            await target.put(thread, Checkpoint(thread, state, next_step, 0, "seed"))
+
+
+def start_worker(
+    backend: str, spec: str, marks: Path, *args: str, tool_seconds: float = 0.02
+) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "REPLICA_TOOL_SECONDS": str(tool_seconds)}
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), backend, spec, str(marks), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def read_marks(path: Path) -> list[tuple[str, str, str, int]]:
+    if not path.exists():
+        return []
+    rows = [line.split() for line in path.read_text().splitlines()]
+    return [(what, thread, detail, int(pid)) for what, thread, detail, pid in rows]
+
+
+def stop(processes: list[subprocess.Popen[str]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def wait_ready(process: subprocess.Popen[str]) -> None:
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line == "ready\n", process.stderr.read() if process.stderr else line
+
+
+RUNS = 200
+
+
+def test_replicas_resume_the_runs_of_a_killed_replica(shared: str, tmp_path: Path) -> None:
+    """Three replica processes (asyncio, trio, asyncio) share one database and resume
+    200 unfinished runs, each a parallel batch of 4 tool calls. One replica is killed
+    with SIGKILL mid-batch; the survivors resume its runs once its leases lapse (at once
+    for SQLite's file locks, after the 1.5 s TTL on PostgreSQL). Every run finishes
+    exactly once; a tool call whose response the killed replica had checkpointed never
+    runs again; only its calls in flight at the kill run twice (at-least-once)."""
+    threads = [f"r{i:03d}" for i in range(RUNS)]
+    anyio.run(seed, shared, threads)
+    marks = tmp_path / "marks.txt"
+    workers = [
+        start_worker(b, shared, marks, "serve", "10") for b in ("asyncio", "trio", "asyncio")
+    ]
+    try:
+        for worker in workers:
+            wait_ready(worker)
+        victim = workers[1]
+        deadline = time.monotonic() + 60
+        while sum(1 for m in read_marks(marks) if m[0] == "start" and m[3] == victim.pid) < 40:
+            assert victim.poll() is None, victim.communicate()
+            assert time.monotonic() < deadline, "the victim never got going"
+            time.sleep(0.005)
+        victim.send_signal(signal.SIGKILL)
+        assert victim.wait(10) == -signal.SIGKILL
+        for survivor in (workers[0], workers[2]):
+            out, err = survivor.communicate(timeout=120)
+            assert survivor.returncode == 0, err
+            assert out.splitlines()[-1] == "served"
+    finally:
+        stop(workers)
+    rows = read_marks(marks)
+    victim_runs = {detail for what, _, detail, pid in rows if what == "run" and pid == victim.pid}
+    history = anyio.run(histories, shared, threads)
+    # Every run finished exactly once, with its answer: one final checkpoint per thread.
+    # (The victim may have finished a run and died before writing its "finished" mark.)
+    ends = Counter(c.thread_id for cps in history.values() for c in cps if c.next == "end")
+    assert ends == Counter(threads)
+    assert all(cps[-1].next == "end" for cps in history.values())
+    assert all(cps[-1].state["messages"][-1].text == f"done {t}" for t, cps in history.items())
+    finished = Counter(thread for what, thread, *_ in rows if what == "finished")
+    assert max(finished.values()) == 1
+    # Executions of each call; the ones the victim had checkpointed; those it started.
+    runs_of = Counter(detail for what, _, detail, _ in rows if what == "start")
+    victim_started = {d for what, _, d, pid in rows if what == "start" and pid == victim.pid}
+    checkpointed_by_victim = {
+        r.id
+        for cps in history.values()
+        for c in cps
+        if c.run_id in victim_runs
+        for m in c.state["messages"]
+        if isinstance(m, ToolResponseMessage)
+        for r in m.responses
+    }
+    calls = {f"{t}-c{n}" for t in threads for n in range(4)}
+    assert set(runs_of) == calls
+    twice = {call for call, count in runs_of.items() if count > 1}
+    assert all(runs_of[call] == 2 for call in twice)
+    in_flight = victim_started - checkpointed_by_victim
+    assert twice <= in_flight  # only what was in flight at the kill ran again
+    assert in_flight <= twice  # and it did run again (its result had not been saved)
+    resumed = {t for t, cps in history.items() if cps[-1].run_id not in victim_runs} & {
+        thread for what, thread, detail, pid in rows if what == "run" and detail in victim_runs
+    }
+    assert resumed, "the kill hit no run of the victim"
+
+
+async def histories(spec: str, threads: list[str]) -> dict[str, list[Checkpoint]]:
+    async with open_shared(spec) as source:
+        return {thread: await source.list(thread) for thread in threads}
+
+
+def test_two_replicas_racing_for_one_thread(shared: str, tmp_path: Path) -> None:
+    """Two processes (asyncio and trio) resume the same unfinished thread at the same
+    moment: exactly one runs it, the other gets ``ThreadBusy`` naming the thread; its
+    pending calls ran once each."""
+    anyio.run(seed, shared, ["race"], True)
+    marks, go = tmp_path / "marks.txt", tmp_path / "go"
+    racers = [
+        start_worker(b, shared, marks, "race", str(go), "race", tool_seconds=0.5)
+        for b in ("asyncio", "trio")
+    ]
+    try:
+        for racer in racers:
+            wait_ready(racer)
+        go.touch()
+        outcomes = []
+        for racer in racers:
+            out, err = racer.communicate(timeout=60)
+            assert racer.returncode == 0, err
+            outcomes.append(out.strip())
+    finally:
+        stop(racers)
+    assert sorted(o.split(" ", 1)[0] for o in outcomes) == ["busy", "ran"]
+    busy = next(o for o in outcomes if o.startswith("busy"))
+    assert busy.startswith("busy thread 'race' is busy: run ")
+    starts = Counter(d for what, _, d, _ in read_marks(marks) if what == "start")
+    assert starts == Counter(f"race-c{n}" for n in range(4))
+
+
+# --- acceptance: many runs on one pool ------------------------------------------------
+
+
+@pytest.fixture
+async def small_pool(schema: str) -> AsyncIterator[PostgresSaver]:
+    async with PostgresSaver(
+        pg.DSN, schema=schema, lease_ttl=5.0, heartbeat=0.5, max_connections=4
+    ) as opened:
+        yield opened
+
+
+async def test_100_concurrent_runs_share_a_small_pool(small_pool: PostgresSaver) -> None:
+    """100 runs at once on a pool of 4 connections: all finish (no run holds a connection
+    between operations, so none waits forever); then 100 runs cancelled mid-call return
+    every connection and leave no lease behind."""
+    saver = small_pool
+    release = anyio.Event()
+
+    @tool
+    async def hold(n: int) -> str:
+        """Wait for the test (the second round) or answer at once (the first)."""
+        if n < 0:
+            await release.wait()
+        return f"held {n}"
+
+    def reply(request: Any) -> Any:
+        first = request.messages[0].text
+        if isinstance(request.messages[-1], UserMessage):
+            n = int(first.split()[1])
+            return asks((f"c{n}", "hold", {"n": n}), (f"d{n}", "hold", {"n": n}))
+        return AssistantMessage(f"answer {first}")
+
+    agent = ReactAgent(
+        "many",
+        ScriptedChatModel([reply] * 1000),
+        tools=[hold],
+        parallel_tool_execution=True,
+        max_parallel_tools=200,  # the node's limit is shared by the agent's runs
+        saver=saver,
+    )
+    texts: list[str] = []
+
+    async def one(n: int) -> None:
+        texts.append((await agent.invoke(f"go {n}", RunnableConfig(thread_id=f"t{n}"))).text)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for n in range(100):
+                tg.start_soon(one, n)
+    assert sorted(texts) == sorted(f"answer go {n}" for n in range(100))
+
+    started = 0
+    all_started = anyio.Event()
+
+    async def cancelled(n: int) -> None:
+        nonlocal started
+        config = RunnableConfig(thread_id=f"c{n}")
+        async with agent.start(f"go {-n - 1}", config) as run, run.events() as events:
+            async for event in events:
+                if isinstance(event, ToolCallStarted):
+                    started += 1
+                    if started == 100:
+                        all_started.set()
+                    break
+            if run.done:
+                await run.result()  # it failed: say why
+            await all_started.wait()
+            run.cancel()
+            with pytest.raises(RunCancelled):
+                await run.result()
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for n in range(100):
+                tg.start_soon(cancelled, n)
+    assert saver.pool is not None
+    stats = saver.pool.get_stats()
+    assert stats.get("requests_waiting", 0) == 0
+    assert stats["pool_available"] == stats["pool_size"]
+    with psycopg.connect(pg.DSN) as conn:
+        assert conn.execute(f'SELECT count(*) FROM "{saver.schema}".leases').fetchone() == (0,)
+    assert len(await saver.threads(limit=1000)) == 100  # the cancelled ones, resumable
