@@ -236,9 +236,14 @@ async def seed(spec: str, threads: list[str], pending: bool = False) -> None:
 
 
 def start_worker(
-    backend: str, spec: str, marks: Path, *args: str, tool_seconds: float = 0.02
+    backend: str, spec: str, marks: Path, *args: str, tool_seconds: float = 0.02, slow: str = ""
 ) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "REPLICA_TOOL_SECONDS": str(tool_seconds)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "REPLICA_TOOL_SECONDS": str(tool_seconds),
+        "REPLICA_SLOW_CALLS": slow,
+    }
     return subprocess.Popen(
         [sys.executable, str(WORKER), backend, spec, str(marks), *args],
         stdout=subprocess.PIPE,
@@ -371,6 +376,44 @@ def test_two_replicas_racing_for_one_thread(shared: str, tmp_path: Path) -> None
     assert busy.startswith("busy thread 'race' is busy: run ")
     starts = Counter(d for what, _, d, _ in read_marks(marks) if what == "start")
     assert starts == Counter(f"race-c{n}" for n in range(4))
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_cancel_thread_from_another_process(shared: str, tmp_path: Path, backend: str) -> None:
+    """``agent.cancel_thread`` in this process stops the run another process owns,
+    within a bounded delay: that run ends as cancelled, keeping its two finished calls
+    (in its ``RunCancelled`` and in the checkpoint); the two slow ones are not kept."""
+    anyio.run(seed, shared, ["race"], True)
+    marks, go = tmp_path / "marks.txt", tmp_path / "go"
+    owner = start_worker(backend, shared, marks, "race", str(go), "race", slow="2,3")
+    try:
+        wait_ready(owner)
+        go.touch()
+        deadline = time.monotonic() + 30
+        wanted = {("end", "race-c0"), ("end", "race-c1")}
+        wanted |= {("start", "race-c2"), ("start", "race-c3")}
+        while not wanted <= {(what, d) for what, _, d, _ in read_marks(marks)}:
+            assert owner.poll() is None, owner.communicate()
+            assert time.monotonic() < deadline, "the owner never ran its batch"
+            time.sleep(0.01)
+        asked = time.monotonic()
+        assert anyio.run(cancel_thread, shared, "race", backend=backend) is True
+        out, err = owner.communicate(timeout=30)
+        assert time.monotonic() - asked < 10
+    finally:
+        stop([owner])
+    assert owner.returncode == 0, err
+    assert out.strip() == "cancelled race-c0,race-c1"
+    latest = anyio.run(histories, shared, ["race"])["race"][-1]
+    last = latest.state["messages"][-1]
+    assert isinstance(last, ToolResponseMessage)
+    assert [r.id for r in last.responses] == ["race-c0", "race-c1"]
+    assert latest.next == "tools"  # resumable: only the two slow calls are missing
+
+
+async def cancel_thread(spec: str, thread: str) -> bool:
+    async with open_shared(spec) as target:
+        return await ReactAgent("admin", ScriptedChatModel([]), saver=target).cancel_thread(thread)
 
 
 # --- acceptance: many runs on one pool ------------------------------------------------

@@ -11,7 +11,9 @@ Every line this replica appends to MARKS is ``<what> <thread> <detail> <pid>``:
 
 ``serve``: resume every unfinished thread (``saver.threads()``), CONCURRENCY at a time,
 skipping the ones another replica owns (``ThreadBusy``), until none is left.
-``race``: wait for GO_FILE, then resume THREAD once; print ``ran`` or ``busy <message>``.
+``race``: wait for GO_FILE, then resume THREAD once; print ``ran``, ``busy <message>``
+or ``cancelled <ids of the calls kept>``. ``REPLICA_TOOL_SECONDS`` sets how long a
+call takes; the calls numbered in ``REPLICA_SLOW_CALLS`` take a minute.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from reactcore import (
     AssistantMessage,
     ModelRequest,
     ReactAgent,
+    RunCancelled,
     RunnableConfig,
     SqliteSaver,
     ThreadBusy,
     ToolCall,
+    ToolResponseMessage,
     UserMessage,
     tool,
 )
@@ -42,6 +46,7 @@ from reactcore.testing import ScriptedChatModel
 
 BATCH = 4
 TOOL_SECONDS = float(os.environ.get("REPLICA_TOOL_SECONDS", "0.02"))
+SLOW_CALLS = {int(n) for n in os.environ.get("REPLICA_SLOW_CALLS", "").split(",") if n}
 DSN = os.environ.get("REACTCORE_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 backend, saver_spec, marks_path, mode, *rest = sys.argv[1:]
@@ -56,7 +61,7 @@ def mark(what: str, thread: str, detail: str) -> None:
 async def work(thread: str, n: int) -> str:
     """One item of a thread's batch (a few milliseconds)."""
     mark("start", thread, f"{thread}-c{n}")
-    await anyio.sleep(TOOL_SECONDS)
+    await anyio.sleep(60 if n in SLOW_CALLS else TOOL_SECONDS)
     mark("end", thread, f"{thread}-c{n}")
     return f"{thread} item {n} done"
 
@@ -100,6 +105,10 @@ async def resume(agent: ReactAgent, thread: str) -> str:
         return f"busy {exc}"
     except ValueError as exc:  # another replica finished it since we listed it
         return f"gone {exc}"
+    except RunCancelled as exc:  # cancel_thread, from another replica
+        last = exc.messages[-1]
+        kept = [r.id for r in last.responses] if isinstance(last, ToolResponseMessage) else []
+        return f"cancelled {','.join(kept)}"
     mark("finished", thread, result.text.replace(" ", "_"))
     return "ran"
 
