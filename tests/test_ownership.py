@@ -387,3 +387,25 @@ async def test_cancelled_while_waiting_leaves_no_claim(saver: LeasingSaver) -> N
         gate.opened.set()
         await run.result()
     assert (await agent.invoke("three", RunnableConfig(thread_id="t"))).text == "third"
+
+
+async def test_the_replicas_example_recovers_orphaned_runs(saver: LeasingSaver) -> None:
+    """``examples/replicas.py``: replica B resumes the three runs replica A left
+    unfinished (each ends with its answer, the call that had finished before the
+    "crash" answered once) and skips the one still alive in A (``ThreadBusy``)."""
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        import replicas
+    finally:
+        sys.path.remove(str(REPO / "examples"))
+    recovery = await replicas.demo(saver)
+    assert recovery == replicas.Recovery(("order-1", "order-2", "order-3"), ("order-4",))
+    for thread_id in recovery.resumed:
+        latest = await saver.get(thread_id)
+        assert latest is not None and latest.next == "end"
+        messages = latest.state["messages"]
+        assert messages[-1].text == f"{thread_id}: both items found"
+        batches = [m for m in messages if isinstance(m, ToolResponseMessage)]
+        answers = [r.id for m in batches for r in m.responses]
+        assert answers == [f"{thread_id}-0", f"{thread_id}-1"]
+    assert [i.thread_id for i in await saver.threads()] == ["order-4"]
