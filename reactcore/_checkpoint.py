@@ -569,7 +569,7 @@ class LocalLeases:
             thread_id,
             owner,
             wait=wait,
-            heartbeat=0.02,
+            heartbeat=0.1,
             on_cancel=on_cancel,
             in_thread=False,
         )

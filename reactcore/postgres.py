@@ -57,11 +57,11 @@ from ._checkpoint import (
     ThreadInfo,
     ThreadStatus,
     _check_thread,
-    _info,
     _page,
     dump_checkpoint,
     hold_lease,
     load_checkpoint,
+    thread_status,
 )
 from ._exceptions import ThreadBusy
 
@@ -104,12 +104,18 @@ _STATEMENTS: dict[str, LiteralString] = {
     "version": "SELECT version FROM {s}.meta",
     "insert_version": "INSERT INTO {s}.meta (version) VALUES (%s)",
     "set_version": "UPDATE {s}.meta SET version = %s",
-    "insert": "INSERT INTO {s}.checkpoints (thread_id, step, run_id, created_at, body)"
-    " VALUES (%s, %s, %s, %s, %s)",
-    "upsert_thread": "INSERT INTO {s}.threads (thread_id, status, run_id, step, updated_at)"
-    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO UPDATE SET"
-    " status = excluded.status, run_id = excluded.run_id, step = excluded.step,"
-    " updated_at = excluded.updated_at",
+    # One statement (one round trip, atomic): the checkpoint and the thread's status,
+    # unless another live run leases the thread (then nothing, and its holder).
+    "put": "WITH other AS (SELECT holder FROM {s}.leases WHERE thread_id = %(thread)s"
+    " AND owner <> %(run)s AND expires_at > clock_timestamp()),"
+    " checkpoint AS (INSERT INTO {s}.checkpoints (thread_id, step, run_id, created_at, body)"
+    " SELECT %(thread)s, %(step)s, %(run)s, %(at)s, %(body)s WHERE NOT EXISTS (SELECT FROM other)),"
+    " thread AS (INSERT INTO {s}.threads (thread_id, status, run_id, step, updated_at)"
+    " SELECT %(thread)s, %(status)s, %(run)s, %(step)s, %(at)s"
+    " WHERE NOT EXISTS (SELECT FROM other)"
+    " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status,"
+    " run_id = excluded.run_id, step = excluded.step, updated_at = excluded.updated_at)"
+    " SELECT holder FROM other",
     "latest": "SELECT body FROM {s}.checkpoints WHERE thread_id = %s ORDER BY id DESC LIMIT 1",
     "all": "SELECT body FROM {s}.checkpoints WHERE thread_id = %s ORDER BY id",
     "delete_checkpoints": "DELETE FROM {s}.checkpoints WHERE thread_id = %s",
@@ -130,8 +136,6 @@ _STATEMENTS: dict[str, LiteralString] = {
     "release": "DELETE FROM {s}.leases WHERE thread_id = %s AND owner = %s",
     "cancel": "UPDATE {s}.leases SET cancel_requested = true"
     " WHERE thread_id = %s AND expires_at > clock_timestamp()",
-    "other_owner": "SELECT holder FROM {s}.leases WHERE thread_id = %s AND owner <> %s"
-    " AND expires_at > clock_timestamp()",
 }
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -220,6 +224,7 @@ class PostgresSaver:
                     min_size=1,
                     max_size=self.max_connections,
                     open=False,
+                    kwargs={"autocommit": True},
                     name=f"reactcore-{self.schema}",
                 )
                 pool.open(wait=True, timeout=30)
@@ -259,13 +264,22 @@ class PostgresSaver:
             else:
                 conn.execute(self._sql["set_version"], (POSTGRES_SCHEMA,))
 
-    def _sync(self, operation: Callable[[psycopg.Connection[Any]], _T]) -> _T:
-        """Run ``operation`` in one transaction on a pooled connection (a worker thread)."""
-        with self._pool().connection() as conn, conn.transaction():
-            return operation(conn)
+    def _sync(
+        self, operation: Callable[[psycopg.Connection[Any]], _T], transaction: bool = True
+    ) -> _T:
+        """Run ``operation`` on a pooled connection (in a worker thread): in a transaction,
+        or (``transaction=False``, for one statement) as it comes; the pool this saver
+        makes is in autocommit mode, so a single statement is a single round trip."""
+        with self._pool().connection() as conn:
+            if not transaction:
+                return operation(conn)
+            with conn.transaction():
+                return operation(conn)
 
-    async def _run(self, operation: Callable[[psycopg.Connection[Any]], _T]) -> _T:
-        return await anyio.to_thread.run_sync(self._sync, operation)
+    async def _run(
+        self, operation: Callable[[psycopg.Connection[Any]], _T], transaction: bool = True
+    ) -> _T:
+        return await anyio.to_thread.run_sync(self._sync, operation, transaction)
 
     # --- the Saver protocol ----------------------------------------------------------
 
@@ -273,7 +287,8 @@ class PostgresSaver:
         """The latest checkpoint of ``thread_id``, or ``None``."""
 
         def latest() -> Checkpoint | None:
-            row = self._sync(lambda c: c.execute(self._sql["latest"], (thread_id,)).fetchone())
+            statement = self._sql["latest"]
+            row = self._sync(lambda c: c.execute(statement, (thread_id,)).fetchone(), False)
             return None if row is None else load_checkpoint(row[0])
 
         return await anyio.to_thread.run_sync(latest)
@@ -287,20 +302,20 @@ class PostgresSaver:
         ``ThreadBusy`` when another live run (not ``checkpoint.run_id``) leases the thread.
         """
         _check_thread(thread_id, checkpoint)
-        row = (thread_id, checkpoint.step, checkpoint.run_id, checkpoint.created_at)
-        info = attrs.astuple(_info(checkpoint))
-
-        def write(conn: psycopg.Connection[Any], body: str) -> None:
-            other = conn.execute(self._sql["other_owner"], (thread_id, checkpoint.run_id))
-            holder = other.fetchone()
-            if holder is not None:
-                raise ThreadBusy(thread_id, holder[0])
-            conn.execute(self._sql["insert"], (*row, body))
-            conn.execute(self._sql["upsert_thread"], info)
+        params = {
+            "thread": thread_id,
+            "step": checkpoint.step,
+            "run": checkpoint.run_id,
+            "at": checkpoint.created_at,
+            "status": thread_status(checkpoint),
+        }
 
         def insert() -> None:
-            body = dump_checkpoint(checkpoint)  # encoded outside the transaction
-            self._sync(lambda conn: write(conn, body))
+            body = dump_checkpoint(checkpoint)  # encoded outside the connection
+            query = {**params, "body": body}
+            holder = self._sync(lambda c: c.execute(self._sql["put"], query).fetchone(), False)
+            if holder is not None:
+                raise ThreadBusy(thread_id, holder[0])
 
         await anyio.to_thread.run_sync(insert)
 
@@ -317,7 +332,8 @@ class PostgresSaver:
         """Every checkpoint of ``thread_id``, oldest first."""
 
         def every() -> builtins.list[Checkpoint]:
-            rows = self._sync(lambda c: c.execute(self._sql["all"], (thread_id,)).fetchall())
+            statement = self._sql["all"]
+            rows = self._sync(lambda c: c.execute(statement, (thread_id,)).fetchall(), False)
             return [load_checkpoint(body) for (body,) in rows]
 
         return await anyio.to_thread.run_sync(every)
@@ -334,7 +350,7 @@ class PostgresSaver:
         """A page of threads with ``status`` (see ``LeasingSaver.threads``)."""
         _page((), status, after, limit)  # checks limit
         query = {"status": status, "after": after, "limit": limit}
-        rows = await self._run(lambda c: c.execute(self._sql["threads"], query).fetchall())
+        rows = await self._run(lambda c: c.execute(self._sql["threads"], query).fetchall(), False)
         return [ThreadInfo(*row) for row in rows]
 
     def claim(
@@ -363,7 +379,7 @@ class PostgresSaver:
         def ask(conn: psycopg.Connection[Any]) -> bool:
             return conn.execute(self._sql["cancel"], (thread_id,)).rowcount > 0
 
-        return await self._run(ask)
+        return await self._run(ask, False)
 
 
 @attrs.frozen
@@ -392,11 +408,11 @@ class _RowLeases:
     def renew(self, thread_id: str, owner: str) -> Renewal:
         saver = self.saver
         params = (saver.lease_ttl, thread_id, owner)
-        row = saver._sync(lambda c: c.execute(saver._sql["renew"], params).fetchone())
+        row = saver._sync(lambda c: c.execute(saver._sql["renew"], params).fetchone(), False)
         if row is None:
             return "lost"
         return "cancel" if row[0] else "held"
 
     def release(self, thread_id: str, owner: str) -> None:
         saver = self.saver
-        saver._sync(lambda c: c.execute(saver._sql["release"], (thread_id, owner)))
+        saver._sync(lambda c: c.execute(saver._sql["release"], (thread_id, owner)), False)
