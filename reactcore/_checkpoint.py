@@ -1,5 +1,11 @@
 """Checkpoints: the state of a conversation saved after every step, and the savers that
-keep them (in memory, or in SQLite).
+keep them (in memory, or in SQLite; ``reactcore.postgres`` adds PostgreSQL).
+
+Savers also keep who owns each thread (``LeasingSaver``): one live run per thread, the
+claim taken before the run reads its checkpoint and released when it ends; a second run
+gets ``ThreadBusy``. ``hold_lease`` turns a saver's blocking claim primitives (acquire,
+renew, release: a ``LeaseBackend``) into that claim, with a keeper task that renews it
+and relays cancel requests (``request_cancel``) to the run.
 
 A checkpoint is stored as JSON text (``dump_checkpoint`` / ``load_checkpoint``), written
 through the project's one cattrs converter. The format, schema version 1::
@@ -38,7 +44,6 @@ from __future__ import annotations
 
 import builtins
 import errno
-import fcntl
 import hashlib
 import json
 import math
@@ -98,7 +103,11 @@ class Checkpoint:
 
 
 class Saver(Protocol):
-    """Where checkpoints live. Every method is async (a saver may do I/O)."""
+    """Where checkpoints live. Every method is async (a saver may do I/O).
+
+    These four methods are all a saver needs; ``LeasingSaver`` adds thread ownership
+    across processes (without it, ownership holds among the runs of one process).
+    """
 
     async def get(self, thread_id: str) -> Checkpoint | None:
         """The latest checkpoint of ``thread_id``, or ``None``."""
@@ -900,6 +909,8 @@ class _FileLeases:
         return self.directory / f"{digest[:40]}.lock"
 
     def try_acquire(self, thread_id: str, owner: str) -> str | None:
+        import fcntl  # POSIX only, and only needed here: importing reactcore works anywhere
+
         with self._lock:
             mine = next((o for (t, o) in self._fds if t == thread_id), None)
         if mine is not None:  # held in this process: no need to ask the kernel
@@ -940,7 +951,7 @@ class _FileLeases:
             os.ftruncate(fd, 0)
             self.saver._locked(lambda conn: conn.execute(_CLEAR_CANCEL, (thread_id,)))
         finally:
-            os.close(fd)
+            os.close(fd)  # drops the lock
 
     def holder_alive(self, thread_id: str) -> bool:
         """Whether a live process holds ``thread_id`` (from the pid in its file)."""

@@ -498,3 +498,23 @@ async def test_100_concurrent_runs_share_a_small_pool(small_pool: PostgresSaver)
     with psycopg.connect(pg.DSN) as conn:
         assert conn.execute(f'SELECT count(*) FROM "{saver.schema}".leases').fetchone() == (0,)
     assert len(await saver.threads(limit=1000)) == 100  # the cancelled ones, resumable
+
+
+async def test_a_run_whose_lease_is_taken_away_is_cancelled(saver: PostgresSaver) -> None:
+    """When another run takes a run's lease (its renewals came too late), the run is
+    cancelled at its next renewal: it must not go on beside the new owner."""
+    entered = anyio.Event()
+
+    async def stuck(request: Any) -> AssistantMessage:
+        entered.set()
+        await anyio.sleep(60)
+        raise AssertionError("not cancelled")  # pragma: no cover
+
+    agent = ReactAgent("a", ScriptedChatModel([stuck]), saver=saver)
+    with anyio.fail_after(10):
+        async with agent.start("hi", RunnableConfig(thread_id="t")) as run:
+            await entered.wait()
+            with psycopg.connect(pg.DSN, autocommit=True) as conn:
+                conn.execute(f'UPDATE "{saver.schema}".leases SET owner = %s', ("thief",))
+            with pytest.raises(RunCancelled):
+                await run.result()
