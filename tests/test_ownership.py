@@ -409,3 +409,13 @@ async def test_the_replicas_example_recovers_orphaned_runs(saver: LeasingSaver) 
         answers = [r.id for m in batches for r in m.responses]
         assert answers == [f"{thread_id}-0", f"{thread_id}-1"]
     assert [i.thread_id for i in await saver.threads()] == ["order-4"]
+
+
+async def test_misuse_is_a_value_error() -> None:
+    """``cancel_thread`` needs a saver, and ``wait_for_thread`` cannot be negative: both
+    are ``ValueError``s saying so."""
+    agent = ReactAgent("a", ScriptedChatModel([]))
+    with pytest.raises(ValueError, match="cancel_thread needs a saver"):
+        await agent.cancel_thread("t")
+    with pytest.raises(ValueError, match="wait_for_thread"):
+        RunnableConfig(thread_id="t", wait_for_thread=-1)
