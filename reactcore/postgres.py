@@ -161,8 +161,10 @@ class PostgresSaver:
     Nothing happens in ``__init__``: the pool opens and the layout is checked on first
     use, in a worker thread. Use ``async with PostgresSaver(dsn) as saver`` or call
     ``aclose()`` (which closes the pool this saver made; a given pool stays yours).
-    ``max_connections`` sizes the pool this saver makes. Operations that find the pool
-    exhausted wait for a connection (``psycopg_pool.PoolTimeout`` after 30 s).
+    ``max_connections`` sizes the pool this saver makes (in autocommit mode; the pool's
+    own worker threads stop when it is closed). Operations that find the pool exhausted
+    wait for a connection (``psycopg_pool.PoolTimeout`` after 30 s). A pool of your own
+    may be in either mode: multi-statement operations open a transaction themselves.
     """
 
     dsn: str | None = None

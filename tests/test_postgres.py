@@ -518,3 +518,22 @@ async def test_a_run_whose_lease_is_taken_away_is_cancelled(saver: PostgresSaver
                 conn.execute(f'UPDATE "{saver.schema}".leases SET owner = %s', ("thief",))
             with pytest.raises(RunCancelled):
                 await run.result()
+
+
+async def test_a_pool_of_your_own(schema: str) -> None:
+    """``PostgresSaver(pool=...)`` works on a pool the caller made (not in autocommit
+    mode) and leaves it open when the saver closes: the pool is the caller's."""
+    from psycopg_pool import ConnectionPool
+
+    pool = ConnectionPool(pg.DSN, min_size=1, max_size=2, open=False)
+    await anyio.to_thread.run_sync(pool.open)
+    try:
+        async with PostgresSaver(pool=pool, schema=schema) as saver:
+            await saver.put("t", checkpoint(0))
+            await saver.put("t", checkpoint(1))
+            assert [c.step for c in await saver.list("t")] == [0, 1]
+        assert not pool.closed
+        async with PostgresSaver(pool=pool, schema=schema) as again:
+            assert await again.get("t") == checkpoint(1)
+    finally:
+        await anyio.to_thread.run_sync(pool.close)
