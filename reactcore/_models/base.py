@@ -141,8 +141,19 @@ class ChatModel(Protocol):
 @attrs.define
 class _PartialCall:
     id: str | None = None
-    name: str | None = None
+    name: list[str] = attrs.field(factory=list)
     arguments: list[str] = attrs.field(factory=list)
+
+    def add(self, delta: ToolCallDelta) -> None:
+        """Join ``delta`` in, as the official ``openai`` SDK's stream accumulator does:
+        string fields concatenate (a name may come in fragments, like the arguments),
+        except an id sent again with the same value, which is kept once."""
+        if delta.id and delta.id != self.id:
+            self.id = (self.id or "") + delta.id
+        if delta.name:
+            self.name.append(delta.name)
+        if delta.arguments:
+            self.arguments.append(delta.arguments)
 
 
 @attrs.define
@@ -150,7 +161,9 @@ class ChunkAssembler:
     """Gathers streamed chunks into one ``ModelResponse``.
 
     Tool-call fragments are joined by index, whatever order ids, names and argument pieces
-    arrive in. ``result()`` raises ``ModelStreamError`` for a call left without id or name.
+    arrive in: names and arguments are concatenated (servers split both), an id repeated
+    in every fragment is kept once. ``result()`` raises ``ModelStreamError`` for a call
+    left without id or name.
     """
 
     text: list[str] = attrs.field(factory=list)
@@ -162,11 +175,7 @@ class ChunkAssembler:
         if chunk.text:
             self.text.append(chunk.text)
         for delta in chunk.tool_calls:
-            partial = self.calls.setdefault(delta.index, _PartialCall())
-            partial.id = delta.id or partial.id
-            partial.name = delta.name or partial.name
-            if delta.arguments:
-                partial.arguments.append(delta.arguments)
+            self.calls.setdefault(delta.index, _PartialCall()).add(delta)
         if chunk.usage is not None:
             self.usage = chunk.usage
         if chunk.finish_reason is not None:
@@ -176,10 +185,11 @@ class ChunkAssembler:
         calls = []
         for index in sorted(self.calls):
             partial = self.calls[index]
-            if not partial.id or not partial.name:
+            name = "".join(partial.name)
+            if not partial.id or not name:
                 raise ModelStreamError(
                     f"the stream ended with tool call #{index} missing its "
                     f"{'id' if not partial.id else 'name'}"
                 )
-            calls.append(ToolCall(partial.id, partial.name, "".join(partial.arguments) or "{}"))
+            calls.append(ToolCall(partial.id, name, "".join(partial.arguments) or "{}"))
         return ModelResponse(AssistantMessage("".join(self.text), calls), self.usage)
