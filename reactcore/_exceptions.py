@@ -62,16 +62,25 @@ class ModelHTTPError(ModelError):
     """Raised by a model client when the endpoint answered with an HTTP error status.
 
     ``status_code``, ``request_id`` (the provider's, when sent) and ``body`` (an excerpt,
-    never the request or its credentials) say what the server said.
+    never the request or its credentials) say what the server said; ``retry_after`` is
+    the wait in seconds it asked for (``retry-after-ms`` or ``Retry-After``), if any, which
+    every retry honours.
     """
 
     def __init__(
-        self, message: str, *, status_code: int, request_id: str | None = None, body: str = ""
+        self,
+        message: str,
+        *,
+        status_code: int,
+        request_id: str | None = None,
+        body: str = "",
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.request_id = request_id
         self.body = body
+        self.retry_after = retry_after
 
 
 class ModelTimeoutError(ModelError):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
@@ -309,13 +310,15 @@ Script: TypeAlias = Sequence[ServerReply] | Callable[[Any], ServerReply]
 class OpenAICompatibleServer:
     """A running local server: its ``base_url`` and what it received, in order.
 
-    ``requests`` holds the JSON bodies of the chat-completions requests and
-    ``request_headers`` their headers (names in lower case).
+    ``requests`` holds the JSON bodies of the chat-completions requests,
+    ``request_headers`` their headers (names in lower case) and ``request_times`` when
+    each arrived (``time.monotonic()``, for tests of retry pauses).
     """
 
     base_url: str
     requests: list[Any] = attrs.field(factory=list)
     request_headers: list[dict[str, str]] = attrs.field(factory=list)
+    request_times: list[float] = attrs.field(factory=list)
 
 
 def _in_order(replies: Sequence[ServerReply]) -> Callable[[Any], ServerReply]:
@@ -383,6 +386,7 @@ class _App:
         except ValueError:
             await HTTPReply.error(400, "the request body is not JSON").respond(exchange)
             return
+        self.server.request_times.append(time.monotonic())
         self.server.requests.append(payload)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         self.server.request_headers.append(headers)

@@ -387,6 +387,7 @@ async def test_retry_after_over_the_cap_fails_fast(server_for: ServerFor) -> Non
     assert caught.value.status_code == 429
     assert "quota exceeded" in str(caught.value)
     assert "retry_after_cap" in str(caught.value)
+    assert caught.value.retry_after == 120
     assert len(server.requests) == 1
 
 

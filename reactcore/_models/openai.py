@@ -211,6 +211,18 @@ def retry_after(headers: httpx.Headers) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _over_the_cap(error: ModelHTTPError, cap: float) -> ModelHTTPError:
+    """``error`` saying the server asked to wait longer than ``cap`` (so no retry)."""
+    return ModelHTTPError(
+        f"{error} (the server asked to retry after {error.retry_after:.1f}s, more than "
+        f"retry_after_cap={cap:.1f}s)",
+        status_code=error.status_code,
+        request_id=error.request_id,
+        body=error.body,
+        retry_after=error.retry_after,
+    )
+
+
 # --- errors -----------------------------------------------------------------------------
 
 
@@ -534,17 +546,11 @@ class OpenAIChatModel:
         """The pause before retrying after an error status; raises ``error`` when not to."""
         if attempt >= self.max_retries or not _retryable_status(response.status_code):
             raise error
-        asked = retry_after(response.headers)
+        asked = error.retry_after
         if asked is None:
             return self._backoff(attempt)
         if asked > self.retry_after_cap:
-            raise ModelHTTPError(
-                f"{error} (the server asked to retry after {asked:.1f}s, more than "
-                f"retry_after_cap={self.retry_after_cap:.1f}s)",
-                status_code=error.status_code,
-                request_id=error.request_id,
-                body=error.body,
-            )
+            raise _over_the_cap(error, self.retry_after_cap)
         return max(asked, self._backoff(attempt))
 
     def _backoff(self, attempt: int) -> float:
@@ -568,6 +574,7 @@ class OpenAIChatModel:
             status_code=response.status_code,
             request_id=request_id,
             body=text[:_EXCERPT],
+            retry_after=retry_after(response.headers),
         )
 
     def _redact(self, text: str) -> str:

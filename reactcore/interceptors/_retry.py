@@ -34,9 +34,19 @@ def _make_backoff(self: Any) -> Backoff:
     return Backoff(self.initial_delay, self.backoff_factor, self.max_delay, self.jitter)
 
 
+def _asked_wait(error: Exception) -> float | None:
+    """The wait the server asked for with ``error`` (a ``ModelHTTPError``'s ``retry_after``)."""
+    return error.retry_after if isinstance(error, ModelHTTPError) else None
+
+
 @attrs.frozen
 class ModelRetryInterceptor:
-    """Retries a failed model call: 3 attempts, 1 s then ×2 up to 30 s, with jitter."""
+    """Retries a failed model call: 3 attempts, 1 s then ×2 up to 30 s, with jitter.
+
+    When the server said how long to wait (``ModelHTTPError.retry_after``) the pause is
+    never shorter; when it asked for more than ``retry_after_cap`` seconds the error is
+    raised at once rather than sleep.
+    """
 
     max_attempts: int = attrs.field(default=3, validator=_at_least_one)
     initial_delay: float = 1.0
@@ -44,6 +54,7 @@ class ModelRetryInterceptor:
     max_delay: float = 30.0
     jitter: float = 0.25
     retry_on: Callable[[Exception], bool] = is_retryable_model_error
+    retry_after_cap: float = 60.0
     _backoff: Backoff = attrs.field(
         init=False, repr=False, eq=False, default=attrs.Factory(_make_backoff, takes_self=True)
     )
@@ -53,9 +64,12 @@ class ModelRetryInterceptor:
             try:
                 return await handler(request)
             except Exception as exc:
+                asked = _asked_wait(exc)
                 if attempt == self.max_attempts or not self.retry_on(exc):
                     raise
-                delay = self._backoff.delay(attempt)
+                if asked is not None and asked > self.retry_after_cap:
+                    raise
+                delay = max(self._backoff.delay(attempt), asked or 0.0)
                 get_logger().warning(
                     "model_call_retry",
                     attempt=attempt,
