@@ -252,11 +252,12 @@ class SSEReply:
 
     ``"done"``: ``data: [DONE]`` and a clean end; ``"eof"``: a clean end without
     ``[DONE]``; ``"cut"``: the connection is closed mid-body; ``"hang"``: the stream stays
-    open until the client leaves. ``client_left`` is set when the client disconnects.
+    open until the client leaves; ``"done_then_hang"``: ``data: [DONE]``, then the body
+    stays open until the client leaves. ``client_left`` is set when the client disconnects.
     """
 
     events: tuple[SSEEvent, ...] = attrs.field(converter=_to_events)
-    ending: Literal["done", "eof", "cut", "hang"] = "done"
+    ending: Literal["done", "eof", "cut", "hang", "done_then_hang"] = "done"
     client_left: threading.Event = attrs.field(factory=threading.Event, eq=False, repr=False)
 
     @classmethod
@@ -278,6 +279,10 @@ class SSEReply:
             await exchange.body(b"data: [DONE]\n\n", more=False)
         elif self.ending == "eof":
             await exchange.body(b"", more=False)
+        elif self.ending == "done_then_hang":
+            await exchange.body(b"data: [DONE]\n\n", more=True)
+            if await exchange.wait_gone():
+                self.client_left.set()
         elif self.ending == "hang" and await exchange.wait_gone():
             self.client_left.set()
         # "cut" (and a hang ended by the server stopping): return mid-body, and the

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anyio
+import httpx
 import pytest
 
 from reactcore._messages import AssistantMessage, ToolCall, UserMessage
@@ -127,3 +130,32 @@ async def test_two_calls_interleaved_by_index_are_joined_apart(server_for: Serve
             ToolCall("call_b", "time", '{"tz": "UTC"}'),
         ],
     )
+
+
+# --- connections ------------------------------------------------------------------------
+
+
+def open_connections(client: httpx.AsyncClient) -> list[Any]:
+    """The connections of the client's pool that are still open (httpx internals)."""
+    pool = client._transport._pool  # type: ignore[attr-defined]
+    return [c for c in pool.connections if not c.is_closed()]
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("error::ResourceWarning")
+async def test_a_server_keeping_the_stream_open_after_done_costs_nothing(
+    server_for: ServerFor,
+) -> None:
+    """A server that sends ``[DONE]`` and keeps the body open: the stream ends promptly
+    at ``[DONE]`` (not after a second of reading on), the answer is whole, and the
+    connection is released (the pool holds none open; the server sees the client go)."""
+    reply = SSEReply([ModelChunk(text="hel"), ModelChunk(text="lo")], ending="done_then_hang")
+    server = server_for([reply])
+    async with httpx.AsyncClient() as client:
+        start = time.monotonic()
+        response = await streamed(server, http_client=client)
+        elapsed = time.monotonic() - start
+        assert open_connections(client) == []
+    assert response.message.text == "hello"
+    assert elapsed < 0.8
+    assert await anyio.to_thread.run_sync(reply.client_left.wait, 5)

@@ -53,7 +53,7 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _MAX_BACKOFF = 8.0
 _EXCERPT = 500
 _DONE = "[DONE]"
-_RUN_OUT_SECONDS = 1.0
+_DONE_GRACE_SECONDS = 0.05
 _OPTIONS = ("temperature", "top_p", "max_tokens", "tool_choice", "response_format")
 
 _log = get_logger()
@@ -359,14 +359,17 @@ class _SSEDecoder:
 
 
 async def _run_out(lines: AsyncIterator[str]) -> None:
-    """Read ``lines`` to their end (for a second at most); a broken connection ends it.
+    """Read what is left of ``lines`` for ``_DONE_GRACE_SECONDS`` at most; a broken
+    connection ends it.
 
-    After ``[DONE]`` this reads the end of the body, so the connection can be reused.
-    After the response was closed early the read fails at once, and httpx's nested async
+    After ``[DONE]`` this reads the end of the body, which a well-behaved server sends at
+    once, so the connection can be reused; a server that keeps the body open costs no
+    more than the grace (the response is closed then, and its connection with it).
+    After the response was closed the read fails at once, and httpx's nested async
     generators finish instead of being left half-run for the garbage collector, which
     trio warns about (httpx issue #3686).
     """
-    with anyio.move_on_after(_RUN_OUT_SECONDS):
+    with anyio.move_on_after(_DONE_GRACE_SECONDS):
         try:
             async for _ in lines:
                 pass
@@ -396,7 +399,7 @@ class _ChunkStream:
             data = self.decoder.feed(await self._next_line(self.lines))
             if data == _DONE:
                 self.finished = True
-                await _run_out(self.lines)
+                await self.aclose()  # nothing after [DONE] is read: release the connection
             elif data is not None and (chunk := parse_chunk(data)) is not None:
                 return chunk
         raise StopAsyncIteration
@@ -416,6 +419,10 @@ class _ChunkStream:
             raise _transport_error(exc, streaming=True) from exc
 
     async def aclose(self) -> None:
+        """Close the response: after the rest of a finished body (so the connection goes
+        back to the pool) when it comes within the grace, else at once."""
+        if self.finished and self.lines is not None and not self.response.is_closed:
+            await _run_out(self.lines)
         await self.response.aclose()
         if self.lines is not None:
             await _run_out(self.lines)
