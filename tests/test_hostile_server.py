@@ -12,7 +12,9 @@ import anyio
 import httpx
 import pytest
 
+from reactcore._exceptions import ModelError, ModelStreamError
 from reactcore._messages import AssistantMessage, ToolCall, UserMessage
+from reactcore._models import openai as openai_module
 from reactcore._models.base import (
     ChunkAssembler,
     ModelChunk,
@@ -20,8 +22,9 @@ from reactcore._models.base import (
     ModelResponse,
     ToolCallDelta,
 )
-from reactcore._models.openai import OpenAIChatModel
+from reactcore._models.openai import OpenAIChatModel, _LineSplitter
 from reactcore.testing import (
+    HTTPReply,
     OpenAICompatibleServer,
     Script,
     SSEReply,
@@ -47,12 +50,23 @@ def model_for(server: OpenAICompatibleServer, **kwargs: Any) -> OpenAIChatModel:
     return OpenAIChatModel("test-model", base_url=server.base_url, **kwargs)
 
 
+async def stream_into(
+    model: OpenAIChatModel, received: list[ModelChunk], request: ModelRequest = REQUEST
+) -> None:
+    """Every chunk of a streamed answer, gathered in ``received`` as they come."""
+    async with model.stream(request) as chunks:
+        async for chunk in chunks:
+            received.append(chunk)
+
+
 async def streamed(server: OpenAICompatibleServer, **kwargs: Any) -> ModelResponse:
     """The streamed answer of the server's next reply, assembled."""
+    received: list[ModelChunk] = []
+    async with model_for(server, **kwargs) as model:
+        await stream_into(model, received)
     assembler = ChunkAssembler()
-    async with model_for(server, **kwargs) as model, model.stream(REQUEST) as chunks:
-        async for chunk in chunks:
-            assembler.add(chunk)
+    for chunk in received:
+        assembler.add(chunk)
     return assembler.result()
 
 
@@ -159,3 +173,96 @@ async def test_a_server_keeping_the_stream_open_after_done_costs_nothing(
     assert response.message.text == "hello"
     assert elapsed < 0.8
     assert await anyio.to_thread.run_sync(reply.client_left.wait, 5)
+
+
+# --- bounded parsing --------------------------------------------------------------------
+
+DEEP = "[" * 200_000 + "]" * 200_000
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (DEEP, "the answer is past a parsing limit: nested deeper than 100 levels"),
+        ('{"choices": ' + "1" * 5000 + "}", "the answer is past a parsing limit: a number"),
+    ],
+    ids=["200k-brackets", "5000-digit-number"],
+)
+async def test_a_hostile_answer_body_is_a_model_error(
+    server_for: ServerFor, body: str, problem: str
+) -> None:
+    """A whole answer of 200,000 nested brackets, or with a 5,000-digit number, raises
+    ``ModelError`` saying which limit it hit, not ``RecursionError`` or a bare
+    ``ValueError``."""
+    server = server_for([HTTPReply(200, body)])
+    async with model_for(server) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.call(REQUEST)
+    assert str(caught.value).startswith(problem)
+
+
+@pytest.mark.anyio
+async def test_a_hostile_stream_event_is_a_stream_error(server_for: ServerFor) -> None:
+    """A streamed event of 200,000 nested brackets raises ``ModelStreamError`` (the text
+    before it was passed on), not ``RecursionError``."""
+    server = server_for([SSEReply([ModelChunk(text="a"), DEEP])])
+    received: list[ModelChunk] = []
+    async with model_for(server) as model:
+        with pytest.raises(ModelStreamError, match="a stream event is past a parsing limit"):
+            await stream_into(model, received)
+    assert received == [ModelChunk(text="a")]
+
+
+@pytest.mark.anyio
+async def test_an_answer_past_the_body_limit_is_not_parsed(
+    server_for: ServerFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the body limit set to 1,000 bytes, a 5,000-byte answer raises ``ModelError``
+    ("longer than 1000 bytes") without being parsed; a shorter one is read as usual."""
+    monkeypatch.setattr(openai_module, "MAX_BODY_BYTES", 1000)
+    server = server_for([HTTPReply.completion("x" * 5000), HTTPReply.completion("short")])
+    async with model_for(server) as model:
+        with pytest.raises(ModelError, match="the answer is longer than 1000 bytes: not parsed"):
+            await model.call(REQUEST)
+        assert (await model.call(REQUEST)).message.text == "short"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("shape", ["one-line", "many-lines"])
+async def test_a_stream_event_past_the_event_limit_is_not_parsed(
+    server_for: ServerFor, monkeypatch: pytest.MonkeyPatch, shape: str
+) -> None:
+    """With the event limit set to 1,000 characters, an event of 5,000 (on one ``data:``
+    line, or on many) raises ``ModelStreamError`` saying so; smaller events pass."""
+    monkeypatch.setattr(openai_module, "MAX_EVENT_CHARS", 1000)
+    big = "x" * 5000 if shape == "one-line" else "\ndata: ".join(["x" * 100] * 50)
+    body = f'data: {{"choices": []}}\n\ndata: {big}\n\ndata: [DONE]\n\n'
+    server = server_for([HTTPReply(200, body, content_type="text/event-stream")])
+    async with model_for(server) as model:
+        with pytest.raises(ModelStreamError, match="longer than 1000 characters"):
+            await stream_into(model, [])
+
+
+@pytest.mark.parametrize(
+    ("pieces", "lines"),
+    [
+        (["a\nb", "\n"], ["a", "b"]),
+        (["a\r", "\nb\r\n"], ["a", "b"]),
+        (["a\r", "b\r", "\r\n"], ["a", "b", ""]),
+        (["da", "ta: x", "\n\n"], ["data: x", ""]),
+        (["a\u2028b\n"], ["a\u2028b"]),
+        (["tail"], ["tail"]),
+    ],
+)
+def test_stream_lines_end_at_crlf_lf_or_cr_across_pieces(
+    pieces: list[str], lines: list[str]
+) -> None:
+    """SSE lines end at CRLF, LF or CR, also when the CR and the LF come in different
+    pieces of text (one line end, not two); U+2028 inside JSON text ends no line; an
+    unfinished last line counts at the end."""
+    splitter = _LineSplitter()
+    for piece in pieces:
+        splitter.feed(piece)
+    splitter.end()
+    assert splitter.lines == lines

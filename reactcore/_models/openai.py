@@ -26,12 +26,12 @@ never logged, and blanked out of error bodies that echo it.
 from __future__ import annotations
 
 import email.utils
-import json
 import math
 import os
 import random
+import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC
 from typing import Any, Self, TypeVar
@@ -43,6 +43,8 @@ from anyio.lowlevel import checkpoint
 from cattrs.errors import BaseValidationError
 
 from .._exceptions import ModelError, ModelHTTPError, ModelStreamError, ModelTimeoutError
+from .._json import JSONLimitError
+from .._json import loads as bounded_loads
 from .._logging import get_logger
 from .._serde import _wire_hook, assistant_from_wire, converter, describe_error, messages_to_wire
 from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, ToolSpec, Usage
@@ -54,6 +56,12 @@ _MAX_BACKOFF = 8.0
 _EXCERPT = 500
 _DONE = "[DONE]"
 _DONE_GRACE_SECONDS = 0.05
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""The most of a whole (non-streamed) answer that is read: past it, ``ModelError``."""
+MAX_EVENT_CHARS = 4 * 1024 * 1024
+"""The most characters of one streamed event (or one line of it): past it, ``ModelStreamError``."""
+_MAX_ERROR_BODY_BYTES = 64 * 1024
+_LINE_END = re.compile("\r\n|\r|\n")
 _OPTIONS = ("temperature", "top_p", "max_tokens", "tool_choice", "response_format")
 
 _log = get_logger()
@@ -243,8 +251,8 @@ def _transport_error(exc: httpx.RequestError, *, streaming: bool) -> ModelError:
 def _server_message(text: str) -> str:
     """The ``error.message`` of an OpenAI-style error body, else the body itself."""
     try:
-        payload = json.loads(text)
-    except ValueError:
+        payload = bounded_loads(text)
+    except ValueError:  # malformed, or past a parsing limit
         return text
     error = payload.get("error") if isinstance(payload, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
@@ -263,11 +271,17 @@ def _decode(fn: Callable[[Any], _T], payload: Any, error: type[ModelError], root
 
 
 def _json(text: str, error: type[ModelError], what: str) -> Any:
+    """``text`` parsed within the limits of ``reactcore._json`` (depth, number length),
+    failures raised as ``error``."""
     try:
-        return json.loads(text)
+        return bounded_loads(text)
+    except JSONLimitError as exc:
+        problem = f"is past a parsing limit: {exc}"
     except ValueError as exc:
-        # No excerpt: the text is the server's, and nothing it echoes goes into an error.
-        raise error(f"{what} is not valid JSON ({exc}; {len(text)} characters)") from exc
+        problem = f"is not valid JSON ({exc}; {len(text)} characters)"
+    # Raised outside the handler, so no chained exception keeps the text (``.doc``): it
+    # is the server's, and nothing it echoes goes into an error.
+    raise error(f"{what} {problem}")
 
 
 def _usage(wire: _WireUsage | None) -> Usage | None:
@@ -341,21 +355,77 @@ def parse_chunk(data: str) -> ModelChunk | None:
     return None if chunk == _NO_CHUNK else chunk
 
 
+def _too_long(what: str, size: int) -> ModelStreamError:
+    return ModelStreamError(
+        f"{what} is longer than {MAX_EVENT_CHARS} characters ({size} read): not parsed"
+    )
+
+
 @attrs.define
 class _SSEDecoder:
-    """Turns SSE lines into event data: ``data:`` lines joined, sent on a blank line."""
+    """Turns SSE lines into event data: ``data:`` lines joined, sent on a blank line.
+
+    An event longer than ``MAX_EVENT_CHARS`` raises ``ModelStreamError``.
+    """
 
     data: list[str] = attrs.field(factory=list)
+    size: int = 0
 
     def feed(self, line: str) -> str | None:
         if not line:
             event = "\n".join(self.data) if self.data else None
             self.data.clear()
+            self.size = 0
             return event
         field, _, value = line.partition(":")
         if field == "data":
             self.data.append(value.removeprefix(" "))
+            self.size += len(value)
+            if self.size > MAX_EVENT_CHARS:
+                raise _too_long("a stream event", self.size)
         return None  # comments (":…") and other fields (event, id, retry) are ignored
+
+
+@attrs.define
+class _LineSplitter:
+    """Splits streamed text into SSE lines (ended by CRLF, LF or CR); a line longer than
+    ``MAX_EVENT_CHARS`` raises ``ModelStreamError`` before it is all held in memory."""
+
+    lines: list[str] = attrs.field(factory=list)
+    rest: list[str] = attrs.field(factory=list)
+    rest_size: int = 0
+    skip_lf: bool = False  # the last text ended with CR: a leading LF ends the same line
+
+    def feed(self, text: str) -> None:
+        if self.skip_lf and text.startswith("\n"):
+            text = text[1:]
+        self.skip_lf = False
+        if "\n" not in text and "\r" not in text:
+            self._keep(text)
+            return
+        data = "".join(self.rest) + text
+        self.rest.clear()
+        self.rest_size = 0
+        if data.endswith("\r"):
+            self.skip_lf = True
+            self.lines.extend(_LINE_END.split(data[:-1]))
+            return
+        *complete, tail = _LINE_END.split(data)
+        self.lines.extend(complete)
+        self._keep(tail)
+
+    def end(self) -> None:
+        """The text has ended: an unfinished last line is a line."""
+        if self.rest:
+            self.lines.append("".join(self.rest))
+            self.rest.clear()
+
+    def _keep(self, text: str) -> None:
+        if text:
+            self.rest.append(text)
+            self.rest_size += len(text)
+            if self.rest_size > MAX_EVENT_CHARS:
+                raise _too_long("a line of the stream", self.rest_size)
 
 
 async def _run_out(lines: AsyncIterator[str]) -> None:
@@ -386,17 +456,19 @@ class _ChunkStream:
 
     response: httpx.Response
     decoder: _SSEDecoder = attrs.field(factory=_SSEDecoder)
-    lines: AsyncIterator[str] | None = None
+    splitter: _LineSplitter = attrs.field(factory=_LineSplitter)
+    texts: AsyncIterator[str] | None = None
+    position: int = 0
     finished: bool = False
 
     def __aiter__(self) -> _ChunkStream:
         return self
 
     async def __anext__(self) -> ModelChunk:
-        if self.lines is None:
-            self.lines = self.response.aiter_lines()
+        if self.texts is None:
+            self.texts = self.response.aiter_text()
         while not self.finished:
-            data = self.decoder.feed(await self._next_line(self.lines))
+            data = self.decoder.feed(await self._next_line(self.texts))
             if data == _DONE:
                 self.finished = True
                 await self.aclose()  # nothing after [DONE] is read: release the connection
@@ -404,28 +476,71 @@ class _ChunkStream:
                 return chunk
         raise StopAsyncIteration
 
-    async def _next_line(self, lines: AsyncIterator[str]) -> str:
+    async def _next_line(self, texts: AsyncIterator[str]) -> str:
         """The next line; at the end, a blank one to send a last event (then [DONE] or
         the stream was cut)."""
-        try:
-            return await anext(lines)
-        except StopAsyncIteration:
-            self.finished = True
-            if self.decoder.data == [_DONE]:
-                return ""
-            raise ModelStreamError("the stream ended without [DONE]: the answer was cut") from None
-        except httpx.RequestError as exc:
-            self.finished = True
-            raise _transport_error(exc, streaming=True) from exc
+        lines = self.splitter.lines
+        while self.position >= len(lines):
+            lines.clear()
+            self.position = 0
+            try:
+                self.splitter.feed(await anext(texts))
+            except StopAsyncIteration:
+                self.splitter.end()
+                if lines:
+                    break
+                self.finished = True
+                if self.decoder.data == [_DONE]:
+                    return ""
+                raise ModelStreamError(
+                    "the stream ended without [DONE]: the answer was cut"
+                ) from None
+            except httpx.RequestError as exc:
+                self.finished = True
+                raise _transport_error(exc, streaming=True) from exc
+        self.position += 1
+        return lines[self.position - 1]
 
     async def aclose(self) -> None:
         """Close the response: after the rest of a finished body (so the connection goes
         back to the pool) when it comes within the grace, else at once."""
-        if self.finished and self.lines is not None and not self.response.is_closed:
-            await _run_out(self.lines)
+        if self.finished and self.texts is not None and not self.response.is_closed:
+            await _run_out(self.texts)
         await self.response.aclose()
-        if self.lines is not None:
-            await _run_out(self.lines)
+        if self.texts is not None:
+            await _run_out(self.texts)
+
+
+async def _read_up_to(response: httpx.Response, limit: int) -> bytes:
+    """The body of ``response``, ``limit + 1`` bytes at most (so "too long" shows); the
+    response is closed after."""
+    body = bytearray()
+    try:
+        async for data in response.aiter_bytes():
+            body += data
+            if len(body) > limit:
+                break
+    finally:
+        await response.aclose()
+    return bytes(body[: limit + 1])
+
+
+def _text(response: httpx.Response, body: bytes) -> str:
+    """``body`` decoded as the response says (UTF-8 by default); bad bytes become U+FFFD."""
+    return body.decode(response.encoding or "utf-8", errors="replace")
+
+
+async def _whole_text(response: httpx.Response) -> str:
+    """The whole body as text; past ``MAX_BODY_BYTES``, ``ModelError`` (not parsed)."""
+    body = await _read_up_to(response, MAX_BODY_BYTES)
+    if len(body) > MAX_BODY_BYTES:
+        raise ModelError(f"the answer is longer than {MAX_BODY_BYTES} bytes: not parsed")
+    return _text(response, body)
+
+
+async def _unread(response: httpx.Response) -> httpx.Response:
+    """The response itself, its body left to stream."""
+    return response
 
 
 # --- the client -------------------------------------------------------------------------
@@ -490,14 +605,14 @@ class OpenAIChatModel:
 
     async def call(self, request: ModelRequest) -> ModelResponse:
         """The model's whole answer to ``request`` (retried as the module says)."""
-        response = await self._send(request_body(request, self.model, stream=False), False)
-        payload = _json(response.text, ModelError, "the answer")
-        return parse_completion(payload)
+        body = request_body(request, self.model, stream=False)
+        text = await self._send(body, False, _whole_text)
+        return parse_completion(_json(text, ModelError, "the answer"))
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
         """The model's answer as chunks; the response is closed when the block ends."""
-        response = await self._send(request_body(request, self.model, stream=True), True)
+        response = await self._send(request_body(request, self.model, stream=True), True, _unread)
         chunks = _ChunkStream(response)
         try:
             yield chunks
@@ -517,15 +632,17 @@ class OpenAIChatModel:
             "POST", self._url, json=body, headers=headers, timeout=self.timeout
         )
 
-    async def _send(self, body: dict[str, Any], stream: bool) -> httpx.Response:
-        """POST ``body``, retrying as the module says; a success response (body unread
-        when ``stream``) or the error of the last attempt."""
+    async def _send(
+        self, body: dict[str, Any], stream: bool, read: Callable[[httpx.Response], Awaitable[_T]]
+    ) -> _T:
+        """POST ``body``, retrying as the module says; what ``read`` makes of a success
+        response (reading its body is part of the attempt), or the error of the last one."""
         attempt = 0
         while True:
             try:
-                response = await self._client.send(self._build_request(body, stream), stream=stream)
+                response = await self._client.send(self._build_request(body, stream), stream=True)
                 if response.is_success:
-                    return response
+                    return await read(response)
                 error = await self._status_error(response)
             except httpx.RequestError as exc:
                 if attempt >= self.max_retries or not _retryable_error(exc):
@@ -566,11 +683,7 @@ class OpenAIChatModel:
 
     async def _status_error(self, response: httpx.Response) -> ModelHTTPError:
         """The ``ModelHTTPError`` for an error status; reads and closes the response."""
-        try:
-            await response.aread()
-        finally:
-            await response.aclose()
-        text = self._redact(response.text)
+        text = self._redact(_text(response, await _read_up_to(response, _MAX_ERROR_BODY_BYTES)))
         request_id = response.headers.get("x-request-id")
         message = f"HTTP {response.status_code} from {self._url}"
         if request_id:
