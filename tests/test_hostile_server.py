@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
+import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -11,8 +14,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+import structlog
 
-from reactcore._exceptions import ModelError, ModelStreamError
+from reactcore._exceptions import ModelError, ModelHTTPError, ModelStreamError
 from reactcore._messages import AssistantMessage, ToolCall, UserMessage
 from reactcore._models import openai as openai_module
 from reactcore._models.base import (
@@ -24,9 +28,11 @@ from reactcore._models.base import (
 )
 from reactcore._models.openai import OpenAIChatModel, _LineSplitter
 from reactcore.testing import (
+    HangReply,
     HTTPReply,
     OpenAICompatibleServer,
     Script,
+    ServerReply,
     SSEReply,
     serve_openai_compatible,
 )
@@ -266,3 +272,134 @@ def test_stream_lines_end_at_crlf_lf_or_cr_across_pieces(
         splitter.feed(piece)
     splitter.end()
     assert splitter.lines == lines
+
+
+# --- the API key never leaks ------------------------------------------------------------
+
+SECRET = "sk-pr/oj+ab=cd/ef=="
+"""A key with the characters JSON, URLs and base64 treat specially."""
+
+
+def key_places(error: BaseException, key: str = SECRET) -> list[str]:
+    """Where ``key`` shows in ``error``: its text and repr, every exception chained to it
+    (``__cause__``, ``__context__``), and their attributes (an httpx request's headers, a
+    ``JSONDecodeError``'s ``doc`` …), walked all the way down."""
+    found: list[str] = []
+    seen: set[int] = set()
+    stack: list[tuple[str, Any]] = [("error", error)]
+    while stack:
+        path, value = stack.pop()
+        if value is None or id(value) in seen:
+            continue
+        seen.add(id(value))
+        children: list[tuple[str, Any]] = []
+        if isinstance(value, BaseException):
+            texts = [str(value), repr(value)]
+            children = [("__cause__", value.__cause__), ("__context__", value.__context__)]
+            children += [(f"args[{i}]", a) for i, a in enumerate(value.args)]
+            children += list(vars(value).items())
+        elif isinstance(value, httpx.Request | httpx.Response):
+            texts = [repr(value), *(f"{k!r}: {v!r}" for k, v in value.headers.raw)]
+            if isinstance(value, httpx.Request):
+                texts.append(str(value.url))
+        elif isinstance(value, str | bytes):
+            texts = [value.decode("latin-1") if isinstance(value, bytes) else value]
+        elif isinstance(value, dict):
+            texts, children = [], [(repr(k), v) for k, v in value.items()]
+        elif isinstance(value, list | tuple):
+            texts, children = [], [(f"[{i}]", v) for i, v in enumerate(value)]
+        else:
+            texts = [repr(value)]
+        if any(key in text for text in texts):
+            found.append(path)
+        stack += [(f"{path}.{name}", child) for name, child in children]
+    return found
+
+
+def refused_url() -> str:
+    """The base URL of a port nobody listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+ESCAPED_401 = json.dumps({"error": {"message": f"Incorrect API key provided: {SECRET}."}})
+LEAKY: dict[str, tuple[str, list[ServerReply]]] = {
+    "sse-error-event": (
+        "stream",
+        [SSEReply([ModelChunk(text="a"), {"error": {"message": f"bad key {SECRET}"}}])],
+    ),
+    "401-body-escaping-slashes": (
+        "call",
+        [HTTPReply(401, ESCAPED_401.replace("/", "\\/"))],
+    ),
+    "x-request-id-with-the-key": (
+        "call",
+        [
+            HTTPReply.error(429, "slow down", headers={"x-request-id": SECRET, "retry-after": "0"}),
+            HTTPReply.error(401, "no", headers={"x-request-id": f"req-{SECRET}"}),
+        ],
+    ),
+    "answer-not-json": ("call", [HTTPReply(200, f"oops {SECRET}")]),
+    "answer-of-the-wrong-shape": (
+        "call",
+        [HTTPReply.from_json({"choices": [{"message": {"role": SECRET}}]})],
+    ),
+    "stream-event-not-json": ("stream", [SSEReply([f"not json {SECRET}"])]),
+    "stream-cut": ("stream", [SSEReply([ModelChunk(text="a")], ending="cut")]),
+    "timeout": ("call", [HangReply(), HangReply()]),
+    "connection-refused": ("call", []),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", list(LEAKY))
+async def test_the_api_key_is_nowhere_in_errors_or_logs(
+    server_for: ServerFor, caplog: pytest.LogCaptureFixture, case: str
+) -> None:
+    """A key with ``/``, ``+`` and ``=`` is sent, and yet appears nowhere in the error the
+    caller gets — not in its text or repr, the server's message (also when JSON spells the
+    key ``\\/``), the request id, a chained httpx error's request headers, a JSON error's
+    document — nor in the library's logs (the ``reactcore`` logger at DEBUG, structlog),
+    whatever the server did. (httpcore's own DEBUG log prints the response headers the
+    server sent; that is outside the library.)"""
+    how, replies = LEAKY[case]
+    server = server_for(replies)
+    base_url = refused_url() if case == "connection-refused" else server.base_url
+    model = OpenAIChatModel(
+        "m", base_url=base_url, api_key=SECRET, max_retries=1, retry_backoff=0.01, timeout=0.3
+    )
+    caplog.set_level(logging.DEBUG)
+    with structlog.testing.capture_logs() as logs, pytest.raises(ModelError) as caught:
+        async with model:
+            await (model.call(REQUEST) if how == "call" else stream_into(model, []))
+    if case != "connection-refused":
+        assert server.request_headers[0]["authorization"] == f"Bearer {SECRET}"
+    assert key_places(caught.value) == []
+    assert SECRET not in repr(logs)
+    assert [r for r in caplog.records if r.name == "reactcore" and SECRET in r.getMessage()] == []
+    if case == "x-request-id-with-the-key":
+        assert [e["request_id"] for e in logs if e["event"] == "model_request_retry"] == [
+            "[api key]"
+        ]
+        assert isinstance(caught.value, ModelHTTPError)
+        assert caught.value.request_id == "req-[api key]"
+    if case == "401-body-escaping-slashes":
+        assert "Incorrect API key provided: [api key]." in str(caught.value)
+
+
+def test_the_key_finder_finds_what_it_must() -> None:
+    """The walk above is no empty check: it finds the key in a chained request's headers,
+    in a ``JSONDecodeError``'s document, and in an attribute."""
+    request = httpx.Request("POST", "http://x/v1", headers={"Authorization": f"Bearer {SECRET}"})
+    transport = httpx.ConnectError("refused", request=request)
+    decoding = json.JSONDecodeError("bad", f"x {SECRET}", 0)
+    error = ModelHTTPError("HTTP 401", status_code=401, body=SECRET)
+    error.__cause__ = transport
+    error.__context__ = decoding
+    assert sorted(key_places(error)) == [
+        "error.__cause__._request",
+        "error.__context__.doc",
+        "error.body",
+    ]

@@ -19,13 +19,24 @@ Errors, mapped in one place each (``_transport_error``, ``_status_error``)::
     malformed answer                   → ModelError
     stream cut, malformed, or an error → ModelStreamError
 
-The API key travels in the ``Authorization`` header only: it is left out of the repr,
-never logged, and blanked out of error bodies that echo it.
+The API key travels in the ``Authorization`` header only: it is left out of the repr
+and never logged. Every error leaving ``call`` and ``stream`` has it blanked out (as is,
+JSON-escaped, URL-encoded; in the server's text both before and after decoding), in its
+message, body excerpt and request id and in every exception chained to it; no error is
+chained to an httpx request (whose headers carry it) or to a ``JSONDecodeError`` (whose
+``doc`` is the server's text).
+
+Limits on what is read (the README's reliability section): a whole answer at most
+``MAX_BODY_BYTES``, one streamed event or line at most ``MAX_EVENT_CHARS``, and every JSON
+text within the depth and number limits of ``reactcore._json``; past one, ``ModelError``
+(``ModelStreamError`` in a stream), never ``RecursionError``.
 """
 
 from __future__ import annotations
 
 import email.utils
+import functools
+import json
 import math
 import os
 import random
@@ -35,6 +46,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC
 from typing import Any, Self, TypeVar
+from urllib.parse import quote, quote_plus
 
 import anyio
 import attrs
@@ -234,18 +246,36 @@ def _over_the_cap(error: ModelHTTPError, cap: float) -> ModelHTTPError:
 # --- errors -----------------------------------------------------------------------------
 
 
+def _detached(exc: httpx.RequestError) -> httpx.RequestError:
+    """A copy of ``exc`` without its request, whose headers carry the API key: what a
+    ``ModelError`` is chained to."""
+    try:
+        copy = type(exc)(str(exc))
+    except TypeError:  # a subclass with another signature: its class is kept in the text
+        copy = httpx.RequestError(f"{type(exc).__name__}: {exc}")
+    copy.__traceback__ = None
+    return copy
+
+
 def _transport_error(exc: httpx.RequestError, *, streaming: bool) -> ModelError:
-    """The one mapping of httpx failures: timeouts, then the rest (a stream's: cut)."""
+    """The one mapping of httpx failures: timeouts, then the rest (a stream's: cut).
+
+    Chained to a copy of ``exc`` without its request (see ``_detached``); raise it outside
+    the ``except`` block, so ``__context__`` does not keep the original either.
+    """
     try:
         where = f"{exc.request.method} {exc.request.url}"
     except RuntimeError:  # httpx raises this when the error has no request attached
         where = "the request"
     detail = f"{type(exc).__name__} on {where}" + (f": {exc}" if str(exc) else "")
     if isinstance(exc, httpx.TimeoutException):
-        return ModelTimeoutError(f"timed out: {detail}")
-    if streaming:
-        return ModelStreamError(f"the stream broke off: {detail}")
-    return ModelError(f"the request failed: {detail}")
+        error: ModelError = ModelTimeoutError(f"timed out: {detail}")
+    elif streaming:
+        error = ModelStreamError(f"the stream broke off: {detail}")
+    else:
+        error = ModelError(f"the request failed: {detail}")
+    error.__cause__ = _detached(exc)
+    return error
 
 
 def _server_message(text: str) -> str:
@@ -267,7 +297,9 @@ def _decode(fn: Callable[[Any], _T], payload: Any, error: type[ModelError], root
     try:
         return fn(payload)
     except (BaseValidationError, TypeError, ValueError, KeyError) as exc:
-        raise error(f"malformed answer: {describe_error(exc, root)}") from exc
+        problem = describe_error(exc, root)
+    # Not chained: the structuring error holds the server's values.
+    raise error(f"malformed answer: {problem}")
 
 
 def _json(text: str, error: type[ModelError], what: str) -> Any:
@@ -335,15 +367,24 @@ def _text_chunk(payload: Any) -> ModelChunk | None:
     return ModelChunk(text=content or "", finish_reason=finish)
 
 
-def parse_chunk(data: str) -> ModelChunk | None:
-    """The ``ModelChunk`` of one SSE ``data`` payload; None when it carries nothing."""
+def _as_is(text: str) -> str:
+    return text
+
+
+def parse_chunk(data: str, redact: Callable[[str], str] = _as_is) -> ModelChunk | None:
+    """The ``ModelChunk`` of one SSE ``data`` payload; None when it carries nothing.
+
+    An error event raises ``ModelStreamError`` with the server's error, passed through
+    ``redact`` (before it is cut to length) and never chained to the payload.
+    """
     payload = _json(data, ModelStreamError, "a stream event")
     quick = _text_chunk(payload)
     if quick is not None:
         return None if quick == _NO_CHUNK else quick
     wire = _decode(lambda p: converter.structure(p, _WireChunk), payload, ModelStreamError, "$")
     if wire.error is not None:
-        raise ModelStreamError(f"the server sent an error in the stream: {wire.error!r}"[:600])
+        said = redact(repr(wire.error))
+        raise ModelStreamError(f"the server sent an error in the stream: {said}"[:600])
     choice = next((c for c in wire.choices if c.index == 0), _WireChunkChoice())
     calls = choice.delta.tool_calls or []
     chunk = ModelChunk(
@@ -455,6 +496,7 @@ class _ChunkStream:
     """
 
     response: httpx.Response
+    redact: Callable[[str], str] = _as_is
     decoder: _SSEDecoder = attrs.field(factory=_SSEDecoder)
     splitter: _LineSplitter = attrs.field(factory=_LineSplitter)
     texts: AsyncIterator[str] | None = None
@@ -472,7 +514,7 @@ class _ChunkStream:
             if data == _DONE:
                 self.finished = True
                 await self.aclose()  # nothing after [DONE] is read: release the connection
-            elif data is not None and (chunk := parse_chunk(data)) is not None:
+            elif data is not None and (chunk := parse_chunk(data, self.redact)) is not None:
                 return chunk
         raise StopAsyncIteration
 
@@ -497,7 +539,10 @@ class _ChunkStream:
                 ) from None
             except httpx.RequestError as exc:
                 self.finished = True
-                raise _transport_error(exc, streaming=True) from exc
+                failure = _transport_error(exc, streaming=True)
+            else:
+                continue
+            raise failure
         self.position += 1
         return lines[self.position - 1]
 
@@ -544,6 +589,19 @@ async def _unread(response: httpx.Response) -> httpx.Response:
 
 
 # --- the client -------------------------------------------------------------------------
+
+_REDACTED = "[api key]"
+
+
+@functools.cache
+def _spellings(key: str | None) -> tuple[str, ...]:
+    """The ways a body or header may spell ``key``: as is, JSON-escaped (``/`` also as
+    ``\\/``), URL-encoded; longest first."""
+    if not key:
+        return ()
+    escaped = json.dumps(key)[1:-1]
+    forms = {key, escaped, escaped.replace("/", "\\/"), quote(key, safe=""), quote_plus(key)}
+    return tuple(sorted(forms, key=len, reverse=True))
 
 
 def _base_url(value: str | None) -> str:
@@ -605,17 +663,29 @@ class OpenAIChatModel:
 
     async def call(self, request: ModelRequest) -> ModelResponse:
         """The model's whole answer to ``request`` (retried as the module says)."""
-        body = request_body(request, self.model, stream=False)
-        text = await self._send(body, False, _whole_text)
-        return parse_completion(_json(text, ModelError, "the answer"))
+        try:
+            body = request_body(request, self.model, stream=False)
+            text = await self._send(body, False, _whole_text)
+            return parse_completion(_json(text, ModelError, "the answer"))
+        except ModelError as exc:
+            self._scrub(exc)
+            raise
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
         """The model's answer as chunks; the response is closed when the block ends."""
-        response = await self._send(request_body(request, self.model, stream=True), True, _unread)
-        chunks = _ChunkStream(response)
+        try:
+            body = request_body(request, self.model, stream=True)
+            response = await self._send(body, True, _unread)
+        except ModelError as exc:
+            self._scrub(exc)
+            raise
+        chunks = _ChunkStream(response, self._redact)
         try:
             yield chunks
+        except ModelError as exc:
+            self._scrub(exc)
+            raise
         finally:
             with anyio.CancelScope(shield=True):
                 await chunks.aclose()
@@ -645,8 +715,9 @@ class OpenAIChatModel:
                     return await read(response)
                 error = await self._status_error(response)
             except httpx.RequestError as exc:
+                failure = _transport_error(exc, streaming=False)
                 if attempt >= self.max_retries or not _retryable_error(exc):
-                    raise _transport_error(exc, streaming=False) from exc
+                    break
                 delay = self._backoff(attempt)
                 _log.warning(
                     "model_request_retry",
@@ -665,6 +736,7 @@ class OpenAIChatModel:
                 )
             await anyio.sleep(delay)
             attempt += 1
+        raise failure  # outside the handler: no __context__ holding the request
 
     def _status_delay(self, response: httpx.Response, error: ModelHTTPError, attempt: int) -> float:
         """The pause before retrying after an error status; raises ``error`` when not to."""
@@ -685,10 +757,12 @@ class OpenAIChatModel:
         """The ``ModelHTTPError`` for an error status; reads and closes the response."""
         text = self._redact(_text(response, await _read_up_to(response, _MAX_ERROR_BODY_BYTES)))
         request_id = response.headers.get("x-request-id")
+        request_id = None if request_id is None else self._redact(request_id)
         message = f"HTTP {response.status_code} from {self._url}"
         if request_id:
             message += f" (request id {request_id})"
-        message += f": {_server_message(text)[:_EXCERPT]}"
+        # Redacted again once decoded: JSON may spell the key with escapes (``\/``).
+        message += f": {self._redact(_server_message(text))[:_EXCERPT]}"
         return ModelHTTPError(
             message,
             status_code=response.status_code,
@@ -698,5 +772,26 @@ class OpenAIChatModel:
         )
 
     def _redact(self, text: str) -> str:
-        """``text`` with the API key blanked out (servers echo it in 401 bodies)."""
-        return text.replace(self.api_key, "[api key]") if self.api_key else text
+        """``text`` with the API key blanked out (servers echo it in 401 bodies), also
+        spelled as JSON or a URL would spell it."""
+        for spelling in _spellings(self.api_key):
+            text = text.replace(spelling, _REDACTED)
+        return text
+
+    def _scrub(self, error: ModelError) -> None:
+        """Blank the API key out of ``error`` and every exception chained to it: their
+        messages and the text attributes of a ``ModelHTTPError``. The last line of
+        defence, for every error leaving ``call`` and ``stream``."""
+        seen: set[int] = set()
+        stack: list[BaseException | None] = [error]
+        while stack:
+            current = stack.pop()
+            if current is None or id(current) in seen:
+                continue
+            seen.add(id(current))
+            current.args = tuple(self._redact(a) if isinstance(a, str) else a for a in current.args)
+            if isinstance(current, ModelHTTPError):
+                current.body = self._redact(current.body)
+                if current.request_id is not None:
+                    current.request_id = self._redact(current.request_id)
+            stack += [current.__cause__, current.__context__]
