@@ -35,6 +35,7 @@ from ._exceptions import ModelError as ModelError
 from ._exceptions import ModelHTTPError as ModelHTTPError
 from ._exceptions import ModelStreamError as ModelStreamError
 from ._exceptions import ModelTimeoutError as ModelTimeoutError
+from ._exceptions import ModelTruncatedError as ModelTruncatedError
 from ._exceptions import OutputParseError as OutputParseError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import RunCancelled as RunCancelled
@@ -126,6 +127,7 @@ __all__ = [
     "ModelRetryInterceptor",
     "ModelStreamError",
     "ModelTimeoutError",
+    "ModelTruncatedError",
     "OpenAIChatModel",
     "OutputParseError",
     "OverAllState",

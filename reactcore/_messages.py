@@ -41,11 +41,18 @@ def _to_calls(value: Any) -> tuple[ToolCall, ...]:
 
 @attrs.frozen
 class AssistantMessage:
-    """What the model answered: text, tool calls, or both."""
+    """What the model answered: text, tool calls, or both.
+
+    ``finish_reason`` is how the provider said the answer ended (``"stop"``,
+    ``"tool_calls"``, ``"length"`` when it was cut at the token limit …; ``None`` when not
+    told). It is kept in checkpoints but left out of equality: it says how the answer
+    ended, not what it is.
+    """
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_to_calls)
     metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
+    finish_reason: str | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen

@@ -18,7 +18,7 @@ import attrs
 import cattrs
 import cattrs.cols
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
-from cattrs.gen import make_dict_structure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ._messages import (
     AssistantMessage,
@@ -177,6 +177,16 @@ def to_json_text(value: Any) -> str:
 
 # One encoder: json.dumps with non-default options would build a new one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+# An assistant message's ``finish_reason`` is stored only when known, so a checkpoint of
+# a message without one keeps the layout it had before the field existed.
+converter.register_unstructure_hook(
+    AssistantMessage,
+    make_dict_unstructure_fn(
+        AssistantMessage, converter, finish_reason=override(omit_if_default=True)
+    ),
+)
 
 
 # --- the OpenAI chat-completions wire format -------------------------------------------

@@ -91,7 +91,7 @@ def completion_json(message: AssistantMessage | str, *, usage: Usage | None = No
     choice = {
         "index": 0,
         "message": message_to_wire(message)[0],
-        "finish_reason": "tool_calls" if message.tool_calls else "stop",
+        "finish_reason": message.finish_reason or ("tool_calls" if message.tool_calls else "stop"),
         "logprobs": None,
     }
     return {

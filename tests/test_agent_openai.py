@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -11,17 +12,26 @@ import httpx
 import pytest
 
 from reactcore import (
+    AssistantMessage,
     ModelDelta,
+    ModelTruncatedError,
     OpenAIChatModel,
     ReactAgent,
     RunCancelled,
     RunnableConfig,
+    SqliteSaver,
     Usage,
     tool,
 )
 from reactcore.hooks import ModelCallLimitHook
 from reactcore.interceptors import ModelFallbackInterceptor
-from reactcore.testing import HTTPReply, OpenAICompatibleServer, SSEReply, serve_openai_compatible
+from reactcore.testing import (
+    HTTPReply,
+    OpenAICompatibleServer,
+    ServerReply,
+    SSEReply,
+    serve_openai_compatible,
+)
 from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio
@@ -194,3 +204,72 @@ async def test_cancelling_a_run_mid_stream_leaves_no_open_connection(servers: An
         pool = client._transport._pool  # type: ignore[attr-defined]
         assert [c for c in pool.connections if not c.is_closed()] == []
     assert reply.client_left.wait(5)
+
+
+# --- answers cut at the token limit (finish_reason "length") ------------------------------
+
+STREAMING = [True, False]
+
+
+def cut(message: AssistantMessage, stream: bool) -> ServerReply:
+    """``message`` sent as an answer the server cut at the token limit."""
+    message = attrs.evolve(message, finish_reason="length")
+    return SSEReply.of(message) if stream else HTTPReply.completion(message)
+
+
+@pytest.mark.parametrize("stream", STREAMING, ids=["stream", "call"])
+async def test_a_text_answer_cut_by_length_is_returned_with_its_finish_reason(
+    servers: Any, tmp_path: Path, stream: bool
+) -> None:
+    """A plain text answer cut at the token limit is the run's answer, with
+    ``finish_reason == "length"`` on the result and on the message, also once stored in
+    SQLite and read back."""
+    server = servers([cut(AssistantMessage("The answer is a long sto"), stream)])
+    config = RunnableConfig(thread_id="t", metadata={"_stream_": stream})
+    async with model_on(server) as model, SqliteSaver(tmp_path / "cp.db") as saver:
+        result = await ReactAgent("a", model, saver=saver).invoke("tell me", config)
+        stored = await saver.get("t")
+    assert (result.text, result.finish_reason) == ("The answer is a long sto", "length")
+    assert result.messages[-1].finish_reason == "length"
+    assert stored is not None
+    assert stored.state["messages"][-1].finish_reason == "length"
+
+
+@pytest.mark.parametrize("stream", STREAMING, ids=["stream", "call"])
+async def test_tool_calls_cut_by_length_are_a_truncation_error_and_never_run(
+    servers: Any, stream: bool
+) -> None:
+    """An answer cut at the token limit while it asked for a tool call (its arguments
+    may be cut) raises ``ModelTruncatedError`` carrying the answer so far; the tool is
+    not run."""
+    ran: list[str] = []
+
+    @tool
+    async def save(text: str) -> str:
+        """Save a text."""
+        ran.append(text)
+        return "saved"
+
+    server = servers([cut(asks(("call_1", "save", {"text": "half a sen"})), stream)])
+    async with model_on(server) as model:
+        agent = ReactAgent("a", model, tools=[save])
+        with pytest.raises(ModelTruncatedError, match="cut at its token limit") as caught:
+            await agent.invoke("save it", RunnableConfig(metadata={"_stream_": stream}))
+    assert [c.name for c in caught.value.message.tool_calls] == ["save"]
+    assert caught.value.message.finish_reason == "length"
+    assert ran == []
+
+
+@pytest.mark.parametrize("stream", STREAMING, ids=["stream", "call"])
+async def test_a_structured_answer_cut_by_length_is_a_truncation_error(
+    servers: Any, stream: bool
+) -> None:
+    """With ``output_type`` set, a final answer cut at the token limit raises
+    ``ModelTruncatedError`` (with the text so far), not an ``OutputParseError`` of the
+    cut JSON, and never a structured output built from it."""
+    server = servers([cut(AssistantMessage('{"city": "Oslo", "temp'), stream)])
+    async with model_on(server) as model:
+        agent = ReactAgent("a", model, output_type=Forecast)
+        with pytest.raises(ModelTruncatedError, match="not parsed as the structured output") as e:
+            await agent.invoke("forecast", RunnableConfig(metadata={"_stream_": stream}))
+    assert e.value.message.text == '{"city": "Oslo", "temp'

@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from .._exceptions import ModelStreamError
+from .._exceptions import ModelStreamError, ModelTruncatedError
 from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
 from .._tools import Tool
 
@@ -127,6 +127,25 @@ class ModelChunk:
     finish_reason: str | None = None
 
 
+LENGTH = "length"
+"""The finish reason of an answer cut at the token limit."""
+
+
+def ensure_complete(response: ModelResponse) -> ModelResponse:
+    """``response``, unless it was cut at the token limit while it carried tool calls:
+    their arguments may be cut too, so it is a ``ModelTruncatedError`` (never run)."""
+    message = response.message
+    if message.finish_reason == LENGTH and message.tool_calls:
+        names = ", ".join(c.name for c in message.tool_calls)
+        raise ModelTruncatedError(
+            f"the model's answer was cut at its token limit (finish_reason 'length') while "
+            f"it asked for tool calls ({names}); their arguments may be incomplete, so none "
+            "is run (raise max_tokens, or ask for less)",
+            answer=message,
+        )
+    return response
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """A chat model: whole answers and streamed answers to a ``ModelRequest``."""
@@ -163,7 +182,8 @@ class ChunkAssembler:
     Tool-call fragments are joined by index, whatever order ids, names and argument pieces
     arrive in: names and arguments are concatenated (servers split both), an id repeated
     in every fragment is kept once. ``result()`` raises ``ModelStreamError`` for a call
-    left without id or name.
+    left without id or name, and ``ModelTruncatedError`` for tool calls cut at the token
+    limit (see ``ensure_complete``); the message keeps the finish reason.
     """
 
     text: list[str] = attrs.field(factory=list)
@@ -192,4 +212,5 @@ class ChunkAssembler:
                     f"{'id' if not partial.id else 'name'}"
                 )
             calls.append(ToolCall(partial.id, name, "".join(partial.arguments) or "{}"))
-        return ModelResponse(AssistantMessage("".join(self.text), calls), self.usage)
+        message = AssistantMessage("".join(self.text), calls, finish_reason=self.finish_reason)
+        return ensure_complete(ModelResponse(message, self.usage))

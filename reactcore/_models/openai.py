@@ -59,7 +59,15 @@ from .._json import JSONLimitError
 from .._json import loads as bounded_loads
 from .._logging import get_logger
 from .._serde import _wire_hook, assistant_from_wire, converter, describe_error, messages_to_wire
-from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, ToolSpec, Usage
+from .base import (
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    ToolCallDelta,
+    ToolSpec,
+    Usage,
+    ensure_complete,
+)
 
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _DEFAULT_TIMEOUT = httpx.Timeout(60, connect=5)
@@ -333,9 +341,9 @@ def parse_completion(payload: Any) -> ModelResponse:
     wire = _decode(lambda p: converter.structure(p, _WireCompletion), payload, ModelError, "$")
     if not wire.choices:
         raise ModelError("malformed answer: no choices")
-    message = _decode(
-        assistant_from_wire, wire.choices[0].message, ModelError, "$.choices[0].message"
-    )
+    choice = wire.choices[0]
+    message = _decode(assistant_from_wire, choice.message, ModelError, "$.choices[0].message")
+    message = attrs.evolve(message, finish_reason=choice.finish_reason)
     return ModelResponse(message, _usage(wire.usage), raw=payload)
 
 
@@ -666,7 +674,7 @@ class OpenAIChatModel:
         try:
             body = request_body(request, self.model, stream=False)
             text = await self._send(body, False, _whole_text)
-            return parse_completion(_json(text, ModelError, "the answer"))
+            return ensure_complete(parse_completion(_json(text, ModelError, "the answer")))
         except ModelError as exc:
             self._scrub(exc)
             raise

@@ -83,7 +83,8 @@ def message_chunks(
             ModelChunk(tool_calls=[ToolCallDelta(index, arguments=piece)])
             for piece in _pieces(call.arguments, chunk_size)
         )
-    chunks.append(ModelChunk(finish_reason="tool_calls" if message.tool_calls else "stop"))
+    finish = message.finish_reason or ("tool_calls" if message.tool_calls else "stop")
+    chunks.append(ModelChunk(finish_reason=finish))
     if usage is not None:
         chunks.append(ModelChunk(usage=usage))
     return chunks
