@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, NewType, get_args, get_origin
 
@@ -20,6 +21,7 @@ import cattrs.cols
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from ._json import loads as bounded_loads
 from ._messages import (
     AssistantMessage,
     Message,
@@ -162,17 +164,60 @@ def describe_error(exc: BaseException, root: str) -> str:
     return f"{_format_one(exc, None)} @ {root}"
 
 
+# --- invalid Unicode -------------------------------------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with invalid Unicode repaired: a surrogate pair held as two code points
+    becomes its character, a lone surrogate (``json.loads`` makes one of ``"\\ud800"``)
+    becomes U+FFFD. Such text cannot be encoded as UTF-8, so it would make every later
+    request of the thread fail; it is cleaned where it enters (model answers, tool
+    results, requests)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(k): _clean_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_value(v) for v in value]
+    return value
+
+
+def clean_arguments(arguments: str) -> str:
+    """Tool-call ``arguments`` (JSON text) that decode to valid Unicode: lone surrogates,
+    raw or escaped (``\\ud800``), become U+FFFD. Text that is not JSON is only cleaned of
+    raw surrogates (the tool node reports it to the model); clean JSON is left as sent."""
+    arguments = clean_text(arguments)
+    if _SURROGATE_ESCAPE.search(arguments) is None:
+        return arguments
+    try:
+        value = bounded_loads(arguments)
+    except ValueError:
+        return arguments
+    cleaned = _clean_value(value)
+    return arguments if cleaned == value else _ENCODER.encode(cleaned)
+
+
 def to_json_text(value: Any) -> str:
-    """A tool's result as text for the model: strings pass through, the rest is JSON.
+    """A tool's result as text for the model: strings pass through, the rest is JSON;
+    invalid Unicode is repaired (``clean_text``).
 
     A value JSON cannot hold (a set, a datetime, NaN) raises ``TypeError`` /
     ``ValueError``, which the tool node turns into an error response naming the tool.
     """
     if isinstance(value, str):
-        return value
+        return clean_text(value)
     if value is None:
         return "null"
-    return _ENCODER.encode(converter.unstructure(value))
+    return clean_text(_ENCODER.encode(converter.unstructure(value)))
 
 
 # One encoder: json.dumps with non-default options would build a new one per call.
@@ -237,11 +282,11 @@ def _content_text(content: Any, _: Any = None) -> _Content:
     if content is None:
         return _Content("")
     if isinstance(content, str):
-        return _Content(content)
+        return _Content(clean_text(content))
     if isinstance(content, list) and all(
         isinstance(part, dict) and isinstance(part.get("text", ""), str) for part in content
     ):
-        return _Content("".join(part.get("text", "") for part in content))
+        return _Content(clean_text("".join(part.get("text", "") for part in content)))
     raise StrictTypeError(f"expected message content as a string or parts, got {content!r}")
 
 
@@ -298,7 +343,12 @@ def assistant_from_wire(payload: Any) -> AssistantMessage:
 
 
 def _assistant(wire: _WireMessage) -> AssistantMessage:
-    calls = [ToolCall(c.id, c.function.name, c.function.arguments) for c in wire.tool_calls or ()]
+    calls = [
+        ToolCall(
+            clean_text(c.id), clean_text(c.function.name), clean_arguments(c.function.arguments)
+        )
+        for c in wire.tool_calls or ()
+    ]
     return AssistantMessage(wire.content, calls)
 
 

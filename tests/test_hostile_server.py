@@ -9,6 +9,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,6 +17,7 @@ import httpx
 import pytest
 import structlog
 
+from reactcore import ReactAgent, RunnableConfig, SqliteSaver, tool
 from reactcore._exceptions import ModelError, ModelHTTPError, ModelStreamError
 from reactcore._messages import AssistantMessage, ToolCall, UserMessage
 from reactcore._models import openai as openai_module
@@ -27,6 +29,7 @@ from reactcore._models.base import (
     ToolCallDelta,
 )
 from reactcore._models.openai import OpenAIChatModel, _LineSplitter
+from reactcore._serde import clean_arguments, to_json_text
 from reactcore.testing import (
     HangReply,
     HTTPReply,
@@ -403,3 +406,73 @@ def test_the_key_finder_finds_what_it_must() -> None:
         "error.__context__.doc",
         "error.body",
     ]
+
+
+# --- invalid Unicode ---------------------------------------------------------------------
+
+LONE = "\ud800"
+"""A lone surrogate: a str may hold it, UTF-8 cannot encode it."""
+
+
+@tool
+async def echo(x: str) -> str:
+    """Say ``x`` back."""
+    return f"echo: {x}"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("where", ["escaped-in-arguments", "raw-in-the-event"])
+async def test_a_lone_surrogate_from_the_model_leaves_the_thread_usable(
+    server_for: ServerFor, tmp_path: Path, where: str
+) -> None:
+    """The model sends text and tool-call arguments holding a lone surrogate (as the
+    JSON escape ``\\ud800`` inside the arguments, or raw once the event is decoded) and
+    the tool echoes its argument: the surrogate becomes U+FFFD where it enters, so the
+    next request carries ``echo: \\ufffd`` to the model and succeeds, and the thread
+    goes on from its SQLite checkpoint with a new turn."""
+    arguments = '{"x": "\\ud800"}' if where == "escaped-in-arguments" else f'{{"x": "{LONE}"}}'
+    asking = AssistantMessage(f"look {LONE}", [ToolCall("c1", "echo", arguments)])
+    server = server_for([SSEReply.of(asking), SSEReply.of("done"), SSEReply.of("again")])
+    config = RunnableConfig(thread_id="t")
+    async with model_for(server) as model, SqliteSaver(tmp_path / "cp.db") as saver:
+        agent = ReactAgent("a", model, tools=[echo], saver=saver)
+        assert (await agent.invoke("go", config)).text == "done"
+        later = ReactAgent("a", model, tools=[echo], saver=saver)
+        assert (await later.invoke("and now?", config)).text == "again"
+    second, third = server.requests[1], server.requests[2]
+    assert second["messages"][1]["content"] == "look \ufffd"
+    assert json.loads(second["messages"][1]["tool_calls"][0]["function"]["arguments"]) == {
+        "x": "\ufffd"
+    }
+    assert second["messages"][2] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "echo: \ufffd",
+    }
+    assert third["messages"][:3] == second["messages"][:3]
+
+
+@pytest.mark.anyio
+async def test_a_lone_surrogate_in_user_input_does_not_break_the_request(
+    server_for: ServerFor,
+) -> None:
+    """A caller's message holding a lone surrogate is sent with U+FFFD in its place,
+    not refused with ``UnicodeEncodeError`` by the HTTP client."""
+    server = server_for([HTTPReply.completion("ok")])
+    async with model_for(server) as model:
+        response = await model.call(ModelRequest([UserMessage(f"hi {LONE}")]))
+    assert response.message.text == "ok"
+    assert server.requests[0]["messages"] == [{"role": "user", "content": "hi \ufffd"}]
+
+
+def test_tool_results_and_arguments_are_cleaned_of_invalid_unicode() -> None:
+    """Every tool result passes through ``to_json_text``: a lone surrogate in a string or
+    inside a structure comes out as U+FFFD; a surrogate pair held as two code points comes
+    out as its character; arguments escaping a valid pair, or a backslash, are kept as
+    sent."""
+    assert to_json_text(f"a{LONE}b") == "a\ufffdb"
+    assert to_json_text({"k": [LONE]}) == '{"k": ["\ufffd"]}'
+    assert to_json_text("\ud83d\ude00") == "\U0001f600"
+    assert clean_arguments('{"x": "\\ud800"}') == '{"x": "\ufffd"}'
+    assert clean_arguments('{"x": "\\ud83d\\ude00"}') == '{"x": "\\ud83d\\ude00"}'
+    assert clean_arguments('{"x": "\\\\ud800"}') == '{"x": "\\\\ud800"}'

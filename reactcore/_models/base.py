@@ -15,6 +15,7 @@ import attrs
 
 from .._exceptions import ModelStreamError, ModelTruncatedError
 from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
+from .._serde import clean_arguments, clean_text
 from .._tools import Tool
 
 
@@ -211,6 +212,8 @@ class ChunkAssembler:
                     f"the stream ended with tool call #{index} missing its "
                     f"{'id' if not partial.id else 'name'}"
                 )
-            calls.append(ToolCall(partial.id, name, "".join(partial.arguments) or "{}"))
-        message = AssistantMessage("".join(self.text), calls, finish_reason=self.finish_reason)
+            arguments = clean_arguments("".join(partial.arguments) or "{}")
+            calls.append(ToolCall(clean_text(partial.id), clean_text(name), arguments))
+        text = clean_text("".join(self.text))
+        message = AssistantMessage(text, calls, finish_reason=self.finish_reason)
         return ensure_complete(ModelResponse(message, self.usage))

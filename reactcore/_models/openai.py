@@ -58,7 +58,14 @@ from .._exceptions import ModelError, ModelHTTPError, ModelStreamError, ModelTim
 from .._json import JSONLimitError
 from .._json import loads as bounded_loads
 from .._logging import get_logger
-from .._serde import _wire_hook, assistant_from_wire, converter, describe_error, messages_to_wire
+from .._serde import (
+    _wire_hook,
+    assistant_from_wire,
+    clean_text,
+    converter,
+    describe_error,
+    messages_to_wire,
+)
 from .base import (
     ModelChunk,
     ModelRequest,
@@ -195,6 +202,17 @@ def request_body(request: ModelRequest, model: str, *, stream: bool) -> dict[str
         body["stream_options"] = {"include_usage": True}
     body.update(converter.unstructure(dict(options.extra_body)))
     return body
+
+
+# Compact, as httpx encodes ``json=``; NaN is refused (it is no JSON).
+_REQUEST_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _body_bytes(body: dict[str, Any]) -> bytes:
+    """``body`` as UTF-8 JSON. Invalid Unicode (a lone surrogate a caller put in a
+    message) is repaired rather than raising ``UnicodeEncodeError`` from the encoder: the
+    last line of defence after the cleaning where text enters."""
+    return clean_text(_REQUEST_ENCODER.encode(body)).encode("utf-8")
 
 
 # --- retry decisions --------------------------------------------------------------------
@@ -350,7 +368,12 @@ def parse_completion(payload: Any) -> ModelResponse:
 def _tool_call_delta(position: int, wire: _WireToolCallDelta) -> ToolCallDelta:
     function = wire.function or _WireFunctionDelta()
     index = wire.index if wire.index is not None else position
-    return ToolCallDelta(index, wire.id, function.name, function.arguments or "")
+    return ToolCallDelta(
+        index,
+        None if wire.id is None else clean_text(wire.id),
+        None if function.name is None else clean_text(function.name),
+        clean_text(function.arguments or ""),
+    )
 
 
 _NO_CHUNK = ModelChunk()
@@ -372,7 +395,7 @@ def _text_chunk(payload: Any) -> ModelChunk | None:
     content = delta.get("content")
     if not (content is None or type(content) is str) or not (finish is None or type(finish) is str):
         return None
-    return ModelChunk(text=content or "", finish_reason=finish)
+    return ModelChunk(text=clean_text(content) if content else "", finish_reason=finish)
 
 
 def _as_is(text: str) -> str:
@@ -396,7 +419,7 @@ def parse_chunk(data: str, redact: Callable[[str], str] = _as_is) -> ModelChunk 
     choice = next((c for c in wire.choices if c.index == 0), _WireChunkChoice())
     calls = choice.delta.tool_calls or []
     chunk = ModelChunk(
-        text=choice.delta.content or "",
+        text=clean_text(choice.delta.content or ""),
         tool_calls=[_tool_call_delta(i, d) for i, d in enumerate(calls)],
         usage=_usage(wire.usage),
         finish_reason=choice.finish_reason,
@@ -703,11 +726,14 @@ class OpenAIChatModel:
         return f"{self.base_url}/chat/completions"
 
     def _build_request(self, body: dict[str, Any], stream: bool) -> httpx.Request:
-        headers = {"Accept": "text/event-stream" if stream else "application/json"}
+        headers = {
+            "Accept": "text/event-stream" if stream else "application/json",
+            "Content-Type": "application/json",
+        }
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         return self._client.build_request(
-            "POST", self._url, json=body, headers=headers, timeout=self.timeout
+            "POST", self._url, content=_body_bytes(body), headers=headers, timeout=self.timeout
         )
 
     async def _send(
