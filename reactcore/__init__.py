@@ -17,6 +17,7 @@ from ._checkpoint import load_checkpoint as load_checkpoint
 from ._config import RunnableConfig as RunnableConfig
 from ._events import Event as Event
 from ._events import ModelCallFinished as ModelCallFinished
+from ._events import ModelCallRetried as ModelCallRetried
 from ._events import ModelCallStarted as ModelCallStarted
 from ._events import ModelDelta as ModelDelta
 from ._events import RunFailed as RunFailed
@@ -114,6 +115,7 @@ __all__ = [
     "Message",
     "ModelCallFinished",
     "ModelCallLimitHook",
+    "ModelCallRetried",
     "ModelCallStarted",
     "ModelChunk",
     "ModelDelta",

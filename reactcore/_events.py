@@ -36,6 +36,19 @@ class ModelDelta:
 
 
 @attrs.frozen
+class ModelCallRetried:
+    """The model call is tried again: attempt ``attempt`` (from 1) failed for ``reason``,
+    the next starts after ``delay_s`` seconds, on ``model`` when a fallback switched
+    models (else ``None``). ``ModelDelta``s sent before it belong to the failed attempt:
+    a UI discards them."""
+
+    attempt: int
+    delay_s: float
+    reason: str
+    model: str | None = None
+
+
+@attrs.frozen
 class ModelCallFinished:
     """The model answered with ``message``."""
 
@@ -113,6 +126,7 @@ class RunInterrupted:
 Event = (
     ModelCallStarted
     | ModelDelta
+    | ModelCallRetried
     | ModelCallFinished
     | ToolCallStarted
     | ToolCallFinished

@@ -21,6 +21,7 @@ from ._checkpoint import Checkpoint, NextStep, Saver
 from ._config import RunnableConfig
 from ._events import (
     ModelCallFinished,
+    ModelCallRetried,
     ModelCallStarted,
     ModelDelta,
     StateUpdated,
@@ -40,7 +41,7 @@ from ._messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from ._models.base import ModelChunk, Usage
+from ._models.base import RETRY_LISTENER, ModelChunk, Usage
 from ._result import TOKEN_USAGE, AgentResult
 from ._run import AgentRun
 from ._scheduler import Job, Status
@@ -256,6 +257,7 @@ class Loop:
         """Run from ``start`` to the end, an interrupt, or an error."""
         context = self.config.context
         context[CHUNK_LISTENER] = self._on_chunk
+        context[RETRY_LISTENER] = self._on_retry
         context[RUN_ID] = self.run.run_id
         state, step = start.state, start.step
         self.model_calls = start.model_calls
@@ -379,6 +381,9 @@ class Loop:
                     time.time(),
                 )
                 await saver.put(self.config.thread_id, checkpoint)
+
+    async def _on_retry(self, attempt: int, delay_s: float, reason: str, model: str | None) -> None:
+        await self.run.emit(ModelCallRetried(attempt, delay_s, reason, model))
 
     async def _on_chunk(self, chunk: ModelChunk) -> None:
         if chunk.text:

@@ -13,7 +13,12 @@ import pytest
 
 from reactcore import (
     AssistantMessage,
+    ModelCallFinished,
+    ModelCallRetried,
+    ModelCallStarted,
+    ModelChunk,
     ModelDelta,
+    ModelRetryInterceptor,
     ModelTruncatedError,
     OpenAIChatModel,
     ReactAgent,
@@ -273,3 +278,71 @@ async def test_a_structured_answer_cut_by_length_is_a_truncation_error(
         with pytest.raises(ModelTruncatedError, match="not parsed as the structured output") as e:
             await agent.invoke("forecast", RunnableConfig(metadata={"_stream_": stream}))
     assert e.value.message.text == '{"city": "Oslo", "temp'
+
+
+# --- retries in the event stream ----------------------------------------------------------
+
+
+async def events_of(agent: ReactAgent) -> list[Any]:
+    """Every event of a run of ``agent`` on "go", up to the last."""
+    async with agent.stream("go") as events:
+        return [event async for event in events]
+
+
+def model_events(events: list[Any]) -> list[Any]:
+    """The events of the model step, in order; deltas as their text."""
+    kinds = (ModelCallStarted, ModelDelta, ModelCallRetried, ModelCallFinished)
+    return [e.text if isinstance(e, ModelDelta) else e for e in events if isinstance(e, kinds)]
+
+
+async def test_a_stream_cut_mid_way_and_retried_is_marked_in_the_events(servers: Any) -> None:
+    """A stream cut after "Hel" and retried by ``ModelRetryInterceptor``: the consumer sees
+    the partial delta, then ``ModelCallRetried`` (attempt 1, the delay, the error), then
+    the deltas of the retried answer, which is the one the run keeps."""
+    cut_short = SSEReply([ModelChunk(text="Hel")], ending="cut")
+    server = servers([cut_short, SSEReply.of("Hello", chunk_size=3)])
+    async with model_on(server, max_retries=0) as model:
+        retry = ModelRetryInterceptor(initial_delay=0.001, jitter=0)
+        events = await events_of(ReactAgent("a", model, interceptors=[retry]))
+    started, partial, retried, *again, finished = model_events(events)
+    assert (started, partial) == (ModelCallStarted(0), "Hel")
+    assert isinstance(retried, ModelCallRetried)
+    assert (retried.attempt, retried.delay_s, retried.model) == (1, 0.001, None)
+    assert retried.reason.startswith("ModelStreamError: the stream broke off")
+    assert again == ["Hel", "lo"]
+    assert finished.message.text == "Hello"
+    assert events[-1].result.text == "Hello"
+
+
+async def test_the_clients_own_http_retries_are_in_the_events(servers: Any) -> None:
+    """``OpenAIChatModel`` retrying a 503 itself sends ``ModelCallRetried`` (attempt 1,
+    reason "HTTP 503") before the answer's deltas."""
+    server = servers([HTTPReply.error(503, "busy"), SSEReply.of("ok")])
+    async with model_on(server) as model:
+        events = await events_of(ReactAgent("a", model))
+    started, retried, text, finished = model_events(events)
+    assert started == ModelCallStarted(0)
+    assert isinstance(retried, ModelCallRetried)
+    assert (retried.attempt, retried.reason, retried.model) == (1, "HTTP 503", None)
+    assert retried.delay_s > 0
+    assert (text, finished.message.text) == ("ok", "ok")
+
+
+async def test_a_fallback_after_a_cut_stream_names_the_next_model(servers: Any) -> None:
+    """A primary whose stream is cut after "par", then a fallback endpoint: the events say
+    ``ModelCallRetried(model="backup-model")`` between the primary's partial delta and the
+    backup's answer."""
+    primary = servers([SSEReply([ModelChunk(text="par")], ending="cut")])
+    backup = servers([SSEReply.of("from backup", chunk_size=20)])
+    async with (
+        model_on(primary) as first,
+        OpenAIChatModel("backup-model", base_url=backup.base_url, api_key="sk-test") as second,
+    ):
+        agent = ReactAgent("a", first, interceptors=[ModelFallbackInterceptor([second])])
+        events = await events_of(agent)
+    _, partial, retried, text, finished = model_events(events)
+    assert partial == "par"
+    assert isinstance(retried, ModelCallRetried)
+    assert (retried.attempt, retried.delay_s, retried.model) == (1, 0.0, "backup-model")
+    assert retried.reason.startswith("ModelStreamError: the stream broke off")
+    assert (text, finished.message.text) == ("from backup", "from backup")

@@ -7,7 +7,7 @@ closed, even on cancellation). ``ChunkAssembler`` turns chunks back into one mes
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,6 +17,34 @@ from .._exceptions import ModelStreamError, ModelTruncatedError
 from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
 from .._serde import clean_arguments, clean_text
 from .._tools import Tool
+
+RETRY_LISTENER = "_retry_listener_"
+"""The key, in a request's ``context``, of the run's ``RetryListener`` (the loop sets it)."""
+
+RetryListener = Callable[[int, float, str, "str | None"], Awaitable[None]]
+"""Told ``(attempt, delay_s, reason, model)`` before a model call is tried again."""
+
+
+async def report_retry(
+    context: Mapping[str, Any],
+    attempt: int,
+    delay_s: float,
+    reason: str,
+    model: str | None = None,
+) -> None:
+    """Tell the run's retry listener, if any, that attempt ``attempt`` (from 1) failed for
+    ``reason`` and the call is tried again after ``delay_s`` seconds (with ``model``, when
+    a fallback switches models). Every retry path calls it before the next attempt, so a
+    consumer of the events can discard what the failed attempt streamed."""
+    listener: RetryListener | None = context.get(RETRY_LISTENER)
+    if listener is not None:
+        await listener(attempt, delay_s, reason, model)
+
+
+def model_name(model: object) -> str:
+    """A chat model's name for events and logs: its ``model`` attribute, else its class."""
+    name = getattr(model, "model", None)
+    return name if isinstance(name, str) else type(model).__name__
 
 
 @attrs.frozen

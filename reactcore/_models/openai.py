@@ -42,7 +42,7 @@ import os
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC
 from typing import Any, Self, TypeVar
@@ -74,6 +74,7 @@ from .base import (
     ToolSpec,
     Usage,
     ensure_complete,
+    report_retry,
 )
 
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -696,7 +697,7 @@ class OpenAIChatModel:
         """The model's whole answer to ``request`` (retried as the module says)."""
         try:
             body = request_body(request, self.model, stream=False)
-            text = await self._send(body, False, _whole_text)
+            text = await self._send(body, False, _whole_text, request.context)
             return ensure_complete(parse_completion(_json(text, ModelError, "the answer")))
         except ModelError as exc:
             self._scrub(exc)
@@ -707,7 +708,7 @@ class OpenAIChatModel:
         """The model's answer as chunks; the response is closed when the block ends."""
         try:
             body = request_body(request, self.model, stream=True)
-            response = await self._send(body, True, _unread)
+            response = await self._send(body, True, _unread, request.context)
         except ModelError as exc:
             self._scrub(exc)
             raise
@@ -737,10 +738,16 @@ class OpenAIChatModel:
         )
 
     async def _send(
-        self, body: dict[str, Any], stream: bool, read: Callable[[httpx.Response], Awaitable[_T]]
+        self,
+        body: dict[str, Any],
+        stream: bool,
+        read: Callable[[httpx.Response], Awaitable[_T]],
+        context: Mapping[str, Any],
     ) -> _T:
         """POST ``body``, retrying as the module says; what ``read`` makes of a success
-        response (reading its body is part of the attempt), or the error of the last one."""
+        response (reading its body is part of the attempt), or the error of the last one.
+
+        Each retry is reported to the run's retry listener in ``context`` first."""
         attempt = 0
         while True:
             try:
@@ -753,14 +760,13 @@ class OpenAIChatModel:
                 if attempt >= self.max_retries or not _retryable_error(exc):
                     break
                 delay = self._backoff(attempt)
+                reason = type(exc).__name__
                 _log.warning(
-                    "model_request_retry",
-                    error=type(exc).__name__,
-                    attempt=attempt + 1,
-                    delay=round(delay, 3),
+                    "model_request_retry", error=reason, attempt=attempt + 1, delay=round(delay, 3)
                 )
             else:
                 delay = self._status_delay(response, error, attempt)
+                reason = f"HTTP {response.status_code}"
                 _log.warning(
                     "model_request_retry",
                     status=response.status_code,
@@ -768,6 +774,7 @@ class OpenAIChatModel:
                     attempt=attempt + 1,
                     delay=round(delay, 3),
                 )
+            await report_retry(context, attempt + 1, delay, reason)
             await anyio.sleep(delay)
             attempt += 1
         raise failure  # outside the handler: no __context__ holding the request

@@ -12,7 +12,7 @@ from .._backoff import Backoff
 from .._exceptions import ModelHTTPError, ModelStreamError, ModelTimeoutError, ToolArgumentError
 from .._interceptors import ModelHandler, ToolCallRequest, ToolCallResponse, ToolHandler
 from .._logging import get_logger
-from .._models.base import ModelRequest, ModelResponse
+from .._models.base import ModelRequest, ModelResponse, report_retry
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
 
@@ -22,6 +22,13 @@ def is_retryable_model_error(error: Exception) -> bool:
     if isinstance(error, ModelHTTPError):
         return error.status_code in _RETRY_STATUSES or error.status_code >= 500
     return isinstance(error, ModelTimeoutError | ModelStreamError | OSError)
+
+
+def error_reason(error: BaseException) -> str:
+    """``Type: message`` of a failure, one line of at most 300 characters: the ``reason``
+    of a ``ModelCallRetried``."""
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return " ".join(text.split())[:300]
 
 
 def _at_least_one(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -76,6 +83,7 @@ class ModelRetryInterceptor:
                     delay_s=round(delay, 3),
                     error=type(exc).__name__,
                 )
+                await report_retry(request.context, attempt, delay, error_reason(exc))
                 await anyio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
