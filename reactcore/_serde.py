@@ -224,8 +224,8 @@ def to_json_text(value: Any) -> str:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
-# An assistant message's ``finish_reason`` is stored only when known, so a checkpoint of
-# a message without one keeps the layout it had before the field existed.
+# Fields added after the first checkpoint layout are stored only when set, so a value
+# without them keeps the layout it had before they existed.
 converter.register_unstructure_hook(
     AssistantMessage,
     make_dict_unstructure_fn(

@@ -46,7 +46,7 @@ from ._models.base import ModelChunk, ToolCallDelta, Usage
 from ._models.scripted import ScriptedChatModel as ScriptedChatModel
 from ._models.scripted import character_usage as character_usage
 from ._models.scripted import message_chunks as message_chunks
-from ._serde import converter, message_to_wire
+from ._serde import message_to_wire
 
 if TYPE_CHECKING:
     import uvicorn
@@ -81,7 +81,19 @@ _STOP_TIMEOUT = 10.0
 
 
 def _usage_json(usage: Usage | None) -> dict[str, Any] | None:
-    return None if usage is None else converter.unstructure(usage)
+    """``usage`` as OpenAI reports it: the details only when they count something."""
+    if usage is None:
+        return None
+    wire: dict[str, Any] = {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+    if usage.cached_tokens:
+        wire["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens:
+        wire["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return wire
 
 
 def completion_json(message: AssistantMessage | str, *, usage: Usage | None = None) -> Any:

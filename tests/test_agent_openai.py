@@ -13,6 +13,7 @@ import pytest
 
 from reactcore import (
     AssistantMessage,
+    MemorySaver,
     ModelCallFinished,
     ModelCallRetried,
     ModelCallStarted,
@@ -346,3 +347,27 @@ async def test_a_fallback_after_a_cut_stream_names_the_next_model(servers: Any) 
     assert (retried.attempt, retried.delay_s, retried.model) == (1, 0.0, "backup-model")
     assert retried.reason.startswith("ModelStreamError: the stream broke off")
     assert (text, finished.message.text) == ("from backup", "from backup")
+
+
+# --- usage details ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", STREAMING, ids=["stream", "call"])
+async def test_cached_and_reasoning_tokens_are_kept_and_summed(servers: Any, stream: bool) -> None:
+    """``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.
+    reasoning_tokens`` are read into ``Usage`` and summed over the run's model calls like
+    the other counts; checkpoints keep them."""
+    first = Usage(100, 20, 120, cached_tokens=64, reasoning_tokens=12)
+    second = Usage(150, 10, 160, cached_tokens=96, reasoning_tokens=4)
+    asking = asks(("call_1", "weather", {"city": "Oslo"}))
+    reply = SSEReply.of if stream else HTTPReply.completion
+    replies = [reply(asking, usage=first), reply("sunny", usage=second)]
+    server = servers(replies)
+    saver = MemorySaver()
+    config = RunnableConfig(thread_id="t", metadata={"_stream_": stream})
+    async with model_on(server) as model:
+        result = await ReactAgent("a", model, tools=[weather], saver=saver).invoke("go", config)
+    assert result.usage == Usage(250, 30, 280, cached_tokens=160, reasoning_tokens=16)
+    stored = await saver.get("t")
+    assert stored is not None
+    assert stored.state["_TOKEN_USAGE_"] == result.usage

@@ -12,10 +12,11 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from .._exceptions import ModelStreamError, ModelTruncatedError
 from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
-from .._serde import clean_arguments, clean_text
+from .._serde import clean_arguments, clean_text, converter
 from .._tools import Tool
 
 RETRY_LISTENER = "_retry_listener_"
@@ -49,25 +50,48 @@ def model_name(model: object) -> str:
 
 @attrs.frozen
 class Usage:
-    """Token counts of one model call, or a sum of several (``a + b``)."""
+    """Token counts of one model call, or a sum of several (``a + b``).
+
+    ``cached_tokens`` (of the prompt, served from the provider's cache) and
+    ``reasoning_tokens`` (of the completion, spent thinking) are parts of the counts
+    before them, as providers report them in ``prompt_tokens_details`` and
+    ``completion_tokens_details``; 0 when not reported.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.total_tokens + other.total_tokens,
-        )
+        return Usage(*(a + b for a, b in zip(_counts(self), _counts(other), strict=True)))
 
     def __sub__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens - other.prompt_tokens,
-            self.completion_tokens - other.completion_tokens,
-            self.total_tokens - other.total_tokens,
-        )
+        return Usage(*(a - b for a, b in zip(_counts(self), _counts(other), strict=True)))
+
+
+def _counts(usage: Usage) -> tuple[int, ...]:
+    return (
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.total_tokens,
+        usage.cached_tokens,
+        usage.reasoning_tokens,
+    )
+
+
+# The details are stored only when they count something, so a checkpoint without them
+# keeps the layout it had before they existed.
+converter.register_unstructure_hook(
+    Usage,
+    make_dict_unstructure_fn(
+        Usage,
+        converter,
+        cached_tokens=override(omit_if_default=True),
+        reasoning_tokens=override(omit_if_default=True),
+    ),
+)
 
 
 @attrs.frozen

@@ -100,10 +100,22 @@ _T = TypeVar("_T")
 
 
 @attrs.frozen
+class _WirePromptDetails:
+    cached_tokens: int | None = None
+
+
+@attrs.frozen
+class _WireCompletionDetails:
+    reasoning_tokens: int | None = None
+
+
+@attrs.frozen
 class _WireUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int | None = None
+    prompt_tokens_details: _WirePromptDetails | None = None
+    completion_tokens_details: _WireCompletionDetails | None = None
 
 
 @attrs.frozen
@@ -152,6 +164,8 @@ class _WireChunk:
 
 
 for _cls in (
+    _WirePromptDetails,
+    _WireCompletionDetails,
     _WireUsage,
     _WireChoice,
     _WireCompletion,
@@ -349,7 +363,14 @@ def _usage(wire: _WireUsage | None) -> Usage | None:
     total = wire.total_tokens
     if total is None:
         total = wire.prompt_tokens + wire.completion_tokens
-    return Usage(wire.prompt_tokens, wire.completion_tokens, total)
+    prompt, completion = wire.prompt_tokens_details, wire.completion_tokens_details
+    return Usage(
+        wire.prompt_tokens,
+        wire.completion_tokens,
+        total,
+        cached_tokens=(prompt.cached_tokens or 0) if prompt else 0,
+        reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0,
+    )
 
 
 # --- answers ----------------------------------------------------------------------------
