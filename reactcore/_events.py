@@ -29,10 +29,12 @@ class ModelCallStarted:
 
 @attrs.frozen
 class ModelDelta:
-    """A streamed fragment of the model's answer: text, or a piece of a tool call."""
+    """A streamed fragment of the model's answer: text, a piece of a tool call, or a piece
+    of the model's reasoning (``reasoning``, when the provider streams it)."""
 
     text: str = ""
     tool_call: ToolCallDelta | None = None
+    reasoning: str = ""
 
 
 @attrs.frozen

@@ -386,6 +386,8 @@ class Loop:
         await self.run.emit(ModelCallRetried(attempt, delay_s, reason, model))
 
     async def _on_chunk(self, chunk: ModelChunk) -> None:
+        if chunk.reasoning:
+            await self.run.emit(ModelDelta(reasoning=chunk.reasoning))
         if chunk.text:
             await self.run.emit(ModelDelta(text=chunk.text))
         for delta in chunk.tool_calls:

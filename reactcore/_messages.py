@@ -46,13 +46,15 @@ class AssistantMessage:
     ``finish_reason`` is how the provider said the answer ended (``"stop"``,
     ``"tool_calls"``, ``"length"`` when it was cut at the token limit …; ``None`` when not
     told). It is kept in checkpoints but left out of equality: it says how the answer
-    ended, not what it is.
+    ended, not what it is. ``reasoning`` is the model's visible thinking, when the
+    provider sends it (``reasoning_content``: DeepSeek, vLLM, many compatible servers).
     """
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_to_calls)
     metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
     finish_reason: str | None = attrs.field(default=None, eq=False)
+    reasoning: str = ""
 
 
 @attrs.frozen

@@ -229,7 +229,10 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 converter.register_unstructure_hook(
     AssistantMessage,
     make_dict_unstructure_fn(
-        AssistantMessage, converter, finish_reason=override(omit_if_default=True)
+        AssistantMessage,
+        converter,
+        finish_reason=override(omit_if_default=True),
+        reasoning=override(omit_if_default=True),
     ),
 )
 
@@ -261,6 +264,10 @@ class _WireMessage:
     tool_calls: list[_WireToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+    # The model's thinking: ``reasoning_content`` (DeepSeek, vLLM) or ``reasoning``
+    # (OpenRouter, newer vLLM); read only when it is text.
+    reasoning_content: Any = None
+    reasoning: Any = None
 
 
 def _wire_hook(cls: type) -> Callable[[Any, Any], Any]:
@@ -296,8 +303,17 @@ for _cls in (_WireFunction, _WireToolCall, _WireMessage):
     converter.register_structure_hook(_cls, _wire_hook(_cls))
 
 
-def message_to_wire(message: Message) -> list[dict[str, Any]]:
-    """One message as wire dicts (a ``ToolResponseMessage`` becomes one per response)."""
+def reasoning_text(*values: Any) -> str:
+    """The first of ``values`` that is text (a provider's reasoning field), cleaned."""
+    return next((clean_text(v) for v in values if isinstance(v, str) and v), "")
+
+
+def message_to_wire(message: Message, *, reasoning: bool = False) -> list[dict[str, Any]]:
+    """One message as wire dicts (a ``ToolResponseMessage`` becomes one per response).
+
+    With ``reasoning``, an assistant message's reasoning goes as ``reasoning_content``
+    (some providers require it back, others reject it: the model client decides).
+    """
     match message:
         case SystemMessage(text=text):
             return [{"role": "system", "content": text}]
@@ -306,6 +322,8 @@ def message_to_wire(message: Message) -> list[dict[str, Any]]:
         case AssistantMessage(text=text, tool_calls=calls):
             # Content may be null only beside tool calls; without them it is required.
             wire: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
+            if reasoning and message.reasoning:
+                wire["reasoning_content"] = message.reasoning
             if calls:
                 wire["tool_calls"] = [
                     {
@@ -324,9 +342,12 @@ def message_to_wire(message: Message) -> list[dict[str, Any]]:
     raise TypeError(f"not a message: {message!r}")
 
 
-def messages_to_wire(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """A conversation as the ``messages`` array of a chat-completions request."""
-    return [wire for message in messages for wire in message_to_wire(message)]
+def messages_to_wire(
+    messages: Iterable[Message], *, reasoning: bool = False
+) -> list[dict[str, Any]]:
+    """A conversation as the ``messages`` array of a chat-completions request (with
+    ``reasoning``, assistant reasoning included as ``reasoning_content``)."""
+    return [wire for m in messages for wire in message_to_wire(m, reasoning=reasoning)]
 
 
 def _malformed(exc: Exception, root: str) -> ValueError:
@@ -349,7 +370,8 @@ def _assistant(wire: _WireMessage) -> AssistantMessage:
         )
         for c in wire.tool_calls or ()
     ]
-    return AssistantMessage(wire.content, calls)
+    thinking = reasoning_text(wire.reasoning_content, wire.reasoning)
+    return AssistantMessage(wire.content, calls, reasoning=thinking)
 
 
 def messages_from_wire(payload: Sequence[Any]) -> list[Message]:

@@ -102,7 +102,7 @@ def completion_json(message: AssistantMessage | str, *, usage: Usage | None = No
         message = AssistantMessage(message)
     choice = {
         "index": 0,
-        "message": message_to_wire(message)[0],
+        "message": message_to_wire(message, reasoning=True)[0],
         "finish_reason": message.finish_reason or ("tool_calls" if message.tool_calls else "stop"),
         "logprobs": None,
     }
@@ -136,6 +136,8 @@ def chunk_json(chunk: ModelChunk) -> Any:
     A chunk with only usage has no choices, as OpenAI sends it with ``include_usage``.
     """
     delta: dict[str, Any] = {}
+    if chunk.reasoning:
+        delta["reasoning_content"] = chunk.reasoning
     if chunk.text:
         delta["content"] = chunk.text
     if chunk.tool_calls:

@@ -371,3 +371,57 @@ async def test_cached_and_reasoning_tokens_are_kept_and_summed(servers: Any, str
     stored = await saver.get("t")
     assert stored is not None
     assert stored.state["_TOKEN_USAGE_"] == result.usage
+
+
+# --- reasoning ----------------------------------------------------------------------------
+
+THINKING = asks(("call_1", "weather", {"city": "Oslo"}))
+
+
+@pytest.mark.parametrize("send_reasoning", [False, True], ids=["not-sent", "sent-back"])
+async def test_streamed_reasoning_is_kept_streamed_and_sent_back_when_asked(
+    servers: Any, tmp_path: Path, send_reasoning: bool
+) -> None:
+    """``reasoning_content`` deltas (DeepSeek, vLLM) come as ``ModelDelta(reasoning=…)``
+    events before the answer, and the assistant message keeps the whole reasoning, also in
+    SQLite. The next request carries it back as ``reasoning_content`` only with
+    ``send_reasoning=True``."""
+    thinking = attrs.evolve(THINKING, reasoning="The user wants Oslo. Ask the tool.")
+    server = servers([SSEReply.of(thinking, chunk_size=10), SSEReply.of("Sunny.")])
+    config = RunnableConfig(thread_id="t")
+    async with (
+        model_on(server, send_reasoning=send_reasoning) as model,
+        SqliteSaver(tmp_path / "cp.db") as saver,
+    ):
+        agent = ReactAgent("a", model, tools=[weather], saver=saver)
+        async with agent.stream("weather?", config) as stream:
+            events = [event async for event in stream]
+        stored = await saver.get("t")
+    pieces = [e.reasoning for e in events if isinstance(e, ModelDelta) and e.reasoning]
+    assert "".join(pieces) == "The user wants Oslo. Ask the tool."
+    first_call = next(i for i, e in enumerate(events) if isinstance(e, ModelDelta) and e.tool_call)
+    assert max(i for i, e in enumerate(events) if isinstance(e, ModelDelta) and e.reasoning) < (
+        first_call
+    )
+    assert stored is not None
+    assert stored.state["messages"][1].reasoning == "The user wants Oslo. Ask the tool."
+    sent = server.requests[1]["messages"][1]
+    if send_reasoning:
+        assert sent["reasoning_content"] == "The user wants Oslo. Ask the tool."
+    else:
+        assert "reasoning_content" not in sent
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_reasoning_of_a_whole_answer_is_kept(servers: Any, field: str) -> None:
+    """A whole answer's ``reasoning_content`` (DeepSeek) or ``reasoning`` (OpenRouter,
+    newer vLLM) is kept on the assistant message; the text is the answer."""
+    message = {"role": "assistant", "content": "42", field: "6 times 7"}
+    payload = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    server = servers([HTTPReply.from_json(payload)])
+    async with model_on(server) as model:
+        result = await ReactAgent("a", model).invoke(
+            "answer?", RunnableConfig(metadata={"_stream_": False})
+        )
+    assert result.text == "42"
+    assert result.messages[-1].reasoning == "6 times 7"

@@ -178,6 +178,7 @@ class ModelChunk:
     tool_calls: tuple[ToolCallDelta, ...] = attrs.field(default=(), converter=_to_tuple)
     usage: Usage | None = None
     finish_reason: str | None = None
+    reasoning: str = ""
 
 
 LENGTH = "length"
@@ -240,6 +241,7 @@ class ChunkAssembler:
     """
 
     text: list[str] = attrs.field(factory=list)
+    reasoning: list[str] = attrs.field(factory=list)
     calls: dict[int, _PartialCall] = attrs.field(factory=dict)
     usage: Usage | None = None
     finish_reason: str | None = None
@@ -247,6 +249,8 @@ class ChunkAssembler:
     def add(self, chunk: ModelChunk) -> None:
         if chunk.text:
             self.text.append(chunk.text)
+        if chunk.reasoning:
+            self.reasoning.append(chunk.reasoning)
         for delta in chunk.tool_calls:
             self.calls.setdefault(delta.index, _PartialCall()).add(delta)
         if chunk.usage is not None:
@@ -267,5 +271,10 @@ class ChunkAssembler:
             arguments = clean_arguments("".join(partial.arguments) or "{}")
             calls.append(ToolCall(clean_text(partial.id), clean_text(name), arguments))
         text = clean_text("".join(self.text))
-        message = AssistantMessage(text, calls, finish_reason=self.finish_reason)
+        message = AssistantMessage(
+            text,
+            calls,
+            finish_reason=self.finish_reason,
+            reasoning=clean_text("".join(self.reasoning)),
+        )
         return ensure_complete(ModelResponse(message, self.usage))

@@ -65,6 +65,7 @@ from .._serde import (
     converter,
     describe_error,
     messages_to_wire,
+    reasoning_text,
 )
 from .base import (
     ModelChunk,
@@ -147,6 +148,8 @@ class _WireToolCallDelta:
 class _WireDelta:
     content: str | None = None
     tool_calls: list[_WireToolCallDelta] | None = None
+    reasoning_content: Any = None
+    reasoning: Any = None
 
 
 @attrs.frozen
@@ -193,18 +196,19 @@ def _tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def request_body(request: ModelRequest, model: str, *, stream: bool) -> dict[str, Any]:
+def request_body(
+    request: ModelRequest, model: str, *, stream: bool, send_reasoning: bool = False
+) -> dict[str, Any]:
     """The JSON body of a chat-completions request for ``request``.
 
     The system message goes first; tools are the visible ones (the key is left out when
     there are none); options are sent only when set; ``extra_body`` is merged in last.
+    With ``send_reasoning``, assistant messages carry their ``reasoning_content``.
     """
     options = request.options
     system = [request.system_message] if request.system_message is not None else []
-    body: dict[str, Any] = {
-        "model": options.model or model,
-        "messages": messages_to_wire([*system, *request.messages]),
-    }
+    messages = messages_to_wire([*system, *request.messages], reasoning=send_reasoning)
+    body: dict[str, Any] = {"model": options.model or model, "messages": messages}
     tools = [_tool_to_wire(spec) for spec in request.visible_tool_specs()]
     if tools:
         body["tools"] = tools
@@ -414,6 +418,8 @@ def _text_chunk(payload: Any) -> ModelChunk | None:
     delta, finish = choice.get("delta"), choice.get("finish_reason")
     if choice.get("index", 0) != 0 or type(delta) is not dict or delta.get("tool_calls"):
         return None
+    if delta.get("reasoning_content") or delta.get("reasoning"):
+        return None
     content = delta.get("content")
     if not (content is None or type(content) is str) or not (finish is None or type(finish) is str):
         return None
@@ -442,6 +448,7 @@ def parse_chunk(data: str, redact: Callable[[str], str] = _as_is) -> ModelChunk 
     calls = choice.delta.tool_calls or []
     chunk = ModelChunk(
         text=clean_text(choice.delta.content or ""),
+        reasoning=reasoning_text(choice.delta.reasoning_content, choice.delta.reasoning),
         tool_calls=[_tool_call_delta(i, d) for i, d in enumerate(calls)],
         usage=_usage(wire.usage),
         finish_reason=choice.finish_reason,
@@ -685,6 +692,12 @@ class OpenAIChatModel:
     through a given ``http_client``. ``max_retries``, ``retry_backoff`` (the first pause)
     and ``retry_after_cap`` shape the retries described in the module docstring.
 
+    The model's reasoning (``reasoning_content`` or ``reasoning``) is kept on the
+    ``AssistantMessage`` and streamed as its own chunks. ``send_reasoning=True`` sends it
+    back, as ``reasoning_content`` on earlier assistant messages, for providers that
+    require it (DeepSeek's thinking mode with tool calls, Kimi); by default it is not
+    sent, as others reject it.
+
     The model owns the HTTP client it makes and closes it in ``aclose()`` (or at the end
     of ``async with``); a given ``http_client`` is left open for its owner.
     """
@@ -696,6 +709,7 @@ class OpenAIChatModel:
     max_retries: int = attrs.field(default=2, kw_only=True, validator=attrs.validators.ge(0))
     retry_after_cap: float = attrs.field(default=60.0, kw_only=True)
     retry_backoff: float = attrs.field(default=0.5, kw_only=True)
+    send_reasoning: bool = attrs.field(default=False, kw_only=True)
     http_client: httpx.AsyncClient | None = attrs.field(default=None, kw_only=True, repr=False)
     _client: httpx.AsyncClient = attrs.field(
         init=False, repr=False, default=attrs.Factory(_client_for, takes_self=True)
@@ -717,7 +731,9 @@ class OpenAIChatModel:
     async def call(self, request: ModelRequest) -> ModelResponse:
         """The model's whole answer to ``request`` (retried as the module says)."""
         try:
-            body = request_body(request, self.model, stream=False)
+            body = request_body(
+                request, self.model, stream=False, send_reasoning=self.send_reasoning
+            )
             text = await self._send(body, False, _whole_text, request.context)
             return ensure_complete(parse_completion(_json(text, ModelError, "the answer")))
         except ModelError as exc:
@@ -728,7 +744,9 @@ class OpenAIChatModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
         """The model's answer as chunks; the response is closed when the block ends."""
         try:
-            body = request_body(request, self.model, stream=True)
+            body = request_body(
+                request, self.model, stream=True, send_reasoning=self.send_reasoning
+            )
             response = await self._send(body, True, _unread, request.context)
         except ModelError as exc:
             self._scrub(exc)

@@ -70,13 +70,15 @@ def _pieces(text: str, size: int) -> list[str]:
 def message_chunks(
     message: AssistantMessage, *, chunk_size: int = 4, usage: Usage | None = None
 ) -> list[ModelChunk]:
-    """``message`` as the chunks OpenAI would stream: text in pieces of ``chunk_size``
-    characters; per tool call, a delta with its id and name, then its arguments in pieces;
+    """``message`` as the chunks OpenAI would stream: its reasoning, then its text, in
+    pieces of ``chunk_size`` characters; per tool call, a delta with its id and name, then
+    its arguments in pieces;
     a chunk with the finish reason; last, when given, a chunk with only the usage.
 
     ``ChunkAssembler`` turns them back into ``message`` (without its metadata).
     """
-    chunks = [ModelChunk(text=piece) for piece in _pieces(message.text, chunk_size)]
+    chunks = [ModelChunk(reasoning=piece) for piece in _pieces(message.reasoning, chunk_size)]
+    chunks += [ModelChunk(text=piece) for piece in _pieces(message.text, chunk_size)]
     for index, call in enumerate(message.tool_calls):
         chunks.append(ModelChunk(tool_calls=[ToolCallDelta(index, call.id, call.name)]))
         chunks.extend(
