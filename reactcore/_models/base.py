@@ -96,7 +96,11 @@ converter.register_unstructure_hook(
 
 @attrs.frozen
 class ChatOptions:
-    """Sampling and format options; ``None`` leaves the provider's default."""
+    """Sampling and format options; ``None`` leaves the provider's default.
+
+    ``parallel_tool_calls`` says whether the model may ask for several tool calls in one
+    answer; it is sent only with tools (providers reject it without).
+    """
 
     model: str | None = None
     temperature: float | None = None
@@ -105,6 +109,7 @@ class ChatOptions:
     tool_choice: str | Mapping[str, Any] | None = None
     response_format: Mapping[str, Any] | None = None
     extra_body: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
+    parallel_tool_calls: bool | None = None
 
 
 @attrs.frozen

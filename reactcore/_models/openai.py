@@ -212,6 +212,8 @@ def request_body(
     tools = [_tool_to_wire(spec) for spec in request.visible_tool_specs()]
     if tools:
         body["tools"] = tools
+        if options.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = options.parallel_tool_calls
     for name in _OPTIONS:
         value = getattr(options, name)
         if value is not None:
