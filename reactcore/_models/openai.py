@@ -55,7 +55,7 @@ from anyio.lowlevel import checkpoint
 from cattrs.errors import BaseValidationError
 
 from .._exceptions import ModelError, ModelHTTPError, ModelStreamError, ModelTimeoutError
-from .._json import JSONLimitError
+from .._json import MAX_DEPTH, MAX_NUMBER_DIGITS, JSONLimitError
 from .._json import loads as bounded_loads
 from .._logging import get_logger
 from .._serde import (
@@ -328,7 +328,7 @@ def _transport_error(exc: httpx.RequestError, *, streaming: bool) -> ModelError:
 def _server_message(text: str) -> str:
     """The ``error.message`` of an OpenAI-style error body, else the body itself."""
     try:
-        payload = bounded_loads(text)
+        payload = _loads(text)
     except ValueError:  # malformed, or past a parsing limit
         return text
     error = payload.get("error") if isinstance(payload, dict) else None
@@ -349,11 +349,25 @@ def _decode(fn: Callable[[Any], _T], payload: Any, error: type[ModelError], root
     raise error(f"malformed answer: {problem}")
 
 
+_NUMBER_LIKE_RUN = re.compile(f"[-+.eE0-9]{{{MAX_NUMBER_DIGITS + 1}}}")
+
+
+def _loads(text: str) -> Any:
+    """``text`` parsed within the limits of ``reactcore._json``; the checked parse runs
+    only when the text could break one. With at most ``MAX_DEPTH`` opening brackets it
+    cannot nest deeper, and without a run of number characters longer than a number may
+    be it holds no such number; that is every ordinary event, parsed by the plain C
+    decoder (the checked parse is 2–3× slower)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH and not _NUMBER_LIKE_RUN.search(text):
+        return json.loads(text)
+    return bounded_loads(text)
+
+
 def _json(text: str, error: type[ModelError], what: str) -> Any:
     """``text`` parsed within the limits of ``reactcore._json`` (depth, number length),
     failures raised as ``error``."""
     try:
-        return bounded_loads(text)
+        return _loads(text)
     except JSONLimitError as exc:
         problem = f"is past a parsing limit: {exc}"
     except ValueError as exc:
