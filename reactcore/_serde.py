@@ -224,17 +224,15 @@ def to_json_text(value: Any) -> str:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
-# Fields added after the first checkpoint layout are stored only when set, so a value
-# without them keeps the layout it had before they existed.
-converter.register_unstructure_hook(
-    AssistantMessage,
-    make_dict_unstructure_fn(
-        AssistantMessage,
-        converter,
-        finish_reason=override(omit_if_default=True),
-        reasoning=override(omit_if_default=True),
-    ),
-)
+def store_when_set(cls: type, *names: str) -> None:
+    """Unstructure ``cls`` with the fields ``names`` left out while they hold their
+    default: fields added after the first checkpoint layout, so a value without them keeps
+    the layout it had before they existed."""
+    omit: dict[str, Any] = {name: override(omit_if_default=True) for name in names}
+    converter.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, converter, **omit))
+
+
+store_when_set(AssistantMessage, "finish_reason", "reasoning")
 
 
 # --- the OpenAI chat-completions wire format -------------------------------------------

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import socket
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,6 @@ from reactcore._exceptions import ModelError, ModelHTTPError, ModelStreamError
 from reactcore._messages import AssistantMessage, ToolCall, UserMessage
 from reactcore._models import openai as openai_module
 from reactcore._models.base import (
-    ChunkAssembler,
     ModelChunk,
     ModelRequest,
     ModelResponse,
@@ -34,49 +31,29 @@ from reactcore.testing import (
     HangReply,
     HTTPReply,
     OpenAICompatibleServer,
-    Script,
     ServerReply,
     SSEReply,
-    serve_openai_compatible,
 )
-
-KEY = "sk-test-7f3a9c1e5b2d4f6a8c0e"
-REQUEST = ModelRequest([UserMessage("hi")])
-
-ServerFor = Callable[[Script], OpenAICompatibleServer]
-
-
-@pytest.fixture
-def server_for() -> Iterator[ServerFor]:
-    """``server_for(script)`` starts a server that stops when the test ends."""
-    with contextlib.ExitStack() as stack:
-        yield lambda script: stack.enter_context(serve_openai_compatible(script))
+from tests.test_openai_model import (
+    REQUEST,
+    ServerFor,
+    assemble,
+    model_for,
+    open_connections,
+    stream_all,
+)
+from tests.test_openai_model import server_for as server_for  # the fixture, shared
 
 
-def model_for(server: OpenAICompatibleServer, **kwargs: Any) -> OpenAIChatModel:
-    kwargs.setdefault("retry_backoff", 0.01)
-    kwargs.setdefault("api_key", KEY)
-    return OpenAIChatModel("test-model", base_url=server.base_url, **kwargs)
-
-
-async def stream_into(
-    model: OpenAIChatModel, received: list[ModelChunk], request: ModelRequest = REQUEST
-) -> None:
-    """Every chunk of a streamed answer, gathered in ``received`` as they come."""
-    async with model.stream(request) as chunks:
-        async for chunk in chunks:
-            received.append(chunk)
+async def stream_into(model: OpenAIChatModel, received: list[ModelChunk]) -> None:
+    """Every chunk of a streamed answer to ``REQUEST``, gathered in ``received``."""
+    await stream_all(model, REQUEST, received)
 
 
 async def streamed(server: OpenAICompatibleServer, **kwargs: Any) -> ModelResponse:
     """The streamed answer of the server's next reply, assembled."""
-    received: list[ModelChunk] = []
     async with model_for(server, **kwargs) as model:
-        await stream_into(model, received)
-    assembler = ChunkAssembler()
-    for chunk in received:
-        assembler.add(chunk)
-    return assembler.result()
+        return assemble(await stream_all(model, REQUEST))
 
 
 def calls(*deltas: ToolCallDelta) -> list[ModelChunk]:
@@ -156,12 +133,6 @@ async def test_two_calls_interleaved_by_index_are_joined_apart(server_for: Serve
 
 
 # --- connections ------------------------------------------------------------------------
-
-
-def open_connections(client: httpx.AsyncClient) -> list[Any]:
-    """The connections of the client's pool that are still open (httpx internals)."""
-    pool = client._transport._pool  # type: ignore[attr-defined]
-    return [c for c in pool.connections if not c.is_closed()]
 
 
 @pytest.mark.anyio

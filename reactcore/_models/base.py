@@ -12,11 +12,10 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
-from cattrs.gen import make_dict_unstructure_fn, override
 
 from .._exceptions import ModelStreamError, ModelTruncatedError
 from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
-from .._serde import clean_arguments, clean_text, converter
+from .._serde import clean_arguments, clean_text, store_when_set
 from .._tools import Tool
 
 RETRY_LISTENER = "_retry_listener_"
@@ -81,17 +80,7 @@ def _counts(usage: Usage) -> tuple[int, ...]:
     )
 
 
-# The details are stored only when they count something, so a checkpoint without them
-# keeps the layout it had before they existed.
-converter.register_unstructure_hook(
-    Usage,
-    make_dict_unstructure_fn(
-        Usage,
-        converter,
-        cached_tokens=override(omit_if_default=True),
-        reasoning_tokens=override(omit_if_default=True),
-    ),
-)
+store_when_set(Usage, "cached_tokens", "reasoning_tokens")
 
 
 @attrs.frozen
