@@ -81,25 +81,25 @@ async def test_a_tool_name_sent_in_fragments_is_joined(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("repeat_id", [False, True], ids=["id-once", "id-in-every-chunk"])
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ("call_1", None, None, None),
+        ("call_1", "call_1", "call_1", "call_1"),
+        ("call_", "1", None, None),
+    ],
+    ids=["id-once", "id-in-every-chunk", "id-in-fragments"],
+)
 async def test_an_id_sent_once_or_in_every_chunk_is_kept_once(
-    server_for: ServerFor, repeat_id: bool
+    server_for: ServerFor, ids: tuple[str | None, ...]
 ) -> None:
     """An id sent in the first fragment only, or repeated in every fragment of the call,
-    comes out once (``call_1``, never ``call_1call_1``)."""
-    again = "call_1" if repeat_id else None
-    server = server_for(
-        [
-            SSEReply(
-                calls(
-                    ToolCallDelta(0, id="call_1", name="wea"),
-                    ToolCallDelta(0, id=again, name="ther"),
-                    ToolCallDelta(0, id=again, arguments='{"city": '),
-                    ToolCallDelta(0, id=again, arguments='"Paris"}'),
-                )
-            )
-        ]
-    )
+    comes out once (``call_1``, never ``call_1call_1``, where the SDK would double it); an
+    id sent in fragments is joined like the name."""
+    pieces = [{"name": "wea"}, {"name": "ther"}, {"arguments": '{"city": '}]
+    pieces.append({"arguments": '"Paris"}'})
+    deltas = [ToolCallDelta(0, id=i, **p) for i, p in zip(ids, pieces, strict=True)]
+    server = server_for([SSEReply(calls(*deltas))])
     response = await streamed(server)
     assert response.message.tool_calls == (ToolCall("call_1", "weather", '{"city": "Paris"}'),)
 
@@ -447,3 +447,49 @@ def test_tool_results_and_arguments_are_cleaned_of_invalid_unicode() -> None:
     assert clean_arguments('{"x": "\\ud800"}') == '{"x": "\ufffd"}'
     assert clean_arguments('{"x": "\\ud83d\\ude00"}') == '{"x": "\\ud83d\\ude00"}'
     assert clean_arguments('{"x": "\\\\ud800"}') == '{"x": "\\\\ud800"}'
+
+
+SPLIT_NAMES = calls(  # index 0 first: the SDK's accumulator needs it
+    ToolCallDelta(0, id="call_a", name="w"),
+    ToolCallDelta(1, id="call_b", name="ti"),
+    ToolCallDelta(0, name="eat"),
+    ToolCallDelta(1, name="me", arguments='{"tz": '),
+    ToolCallDelta(0, name="her", arguments='{"city": '),
+    ToolCallDelta(0, arguments='"Paris"}'),
+    ToolCallDelta(1, arguments='"UTC"}'),
+)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_split_names_are_joined_as_the_official_sdk_joins_them(
+    server_for: ServerFor,
+) -> None:
+    """The official ``openai`` SDK's stream accumulator (asyncio only, hence this test
+    runs on asyncio only) and ``ChunkAssembler`` make the same calls of a stream whose
+    names come in fragments, two calls interleaved by index."""
+    from openai import AsyncOpenAI
+
+    server = server_for([SSEReply(SPLIT_NAMES), SSEReply(SPLIT_NAMES)])
+    client = AsyncOpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    async with (
+        client,
+        client.chat.completions.stream(
+            model="test-model", messages=[{"role": "user", "content": "hi"}]
+        ) as stream,
+    ):
+        final = await stream.get_final_completion()
+    sdk = [
+        (c.id, c.function.name, c.function.arguments)
+        for c in final.choices[0].message.tool_calls or []
+        if c.type == "function"
+    ]
+    ours = [(c.id, c.name, c.arguments) for c in (await streamed(server)).message.tool_calls]
+    assert (
+        ours
+        == sdk
+        == [
+            ("call_a", "weather", '{"city": "Paris"}'),
+            ("call_b", "time", '{"tz": "UTC"}'),
+        ]
+    )
