@@ -24,7 +24,7 @@ from anyio.lowlevel import checkpoint
 
 from .._exceptions import ScriptExhaustedError
 from .._messages import AssistantMessage, Message, ToolResponseMessage
-from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, Usage
+from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, Usage, ensure_complete
 
 Reply: TypeAlias = (
     AssistantMessage
@@ -134,7 +134,7 @@ class ScriptedChatModel:
         """The next reply of the script, whole."""
         await checkpoint()
         message = await self._next_reply(request)
-        return ModelResponse(message, self._usage_of(request, message))
+        return ensure_complete(ModelResponse(message, self._usage_of(request, message)))
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
