@@ -11,13 +11,16 @@ anyio backend talks to it over real sockets::
         ...
     assert server.requests[0]["messages"] == [...]
 
+``server.request_times`` says when each request arrived, for tests of retry pauses.
+
 It answers each ``POST …/chat/completions`` with the next reply of the script (a list),
 or with what a callable returns for the request's JSON body. Replies:
 
 - ``HTTPReply``: a whole response — a completion, an error status with headers
   (``Retry-After``, ``x-request-id``), or any text (malformed JSON);
 - ``SSEReply``: a stream of events (``ModelChunk``s, JSON objects, or raw text), ended
-  by ``[DONE]``, by a clean end without it, by cutting the connection, or by hanging;
+  by ``[DONE]``, by a clean end without it, by cutting the connection, by hanging, or by
+  ``[DONE]`` with the body kept open (a server that never closes);
 - ``HangReply``: never answers (for client timeouts).
 
 ``SSEReply`` and ``HangReply`` set ``client_left`` when the client disconnects. Stopping
