@@ -3,8 +3,9 @@
 Order is a contract: ``ToolCallStarted`` is sent once the call is running (so
 ``cancel_tool`` on it succeeds); with a saver, ``ToolCallFinished`` is sent after that
 call's checkpoint is written; a cancelled or timed-out call sends ``ToolCallCancelled`` /
-``ToolCallTimedOut`` instead of ``ToolCallFinished``; the stream ends after
-``RunFinished``, ``RunFailed`` or ``RunInterrupted``.
+``ToolCallTimedOut`` instead of ``ToolCallFinished``; a retried model call sends
+``ModelCallRetried`` after the failed attempt's ``ModelDelta``s and before the next
+attempt's; the stream ends after ``RunFinished``, ``RunFailed`` or ``RunInterrupted``.
 """
 
 from __future__ import annotations
