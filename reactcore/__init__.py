@@ -19,6 +19,7 @@ from ._checkpoint import load_checkpoint as load_checkpoint
 from ._config import RunnableConfig as RunnableConfig
 from ._events import Event as Event
 from ._events import ModelCallFinished as ModelCallFinished
+from ._events import ModelCallRetried as ModelCallRetried
 from ._events import ModelCallStarted as ModelCallStarted
 from ._events import ModelDelta as ModelDelta
 from ._events import RunFailed as RunFailed
@@ -37,6 +38,7 @@ from ._exceptions import ModelError as ModelError
 from ._exceptions import ModelHTTPError as ModelHTTPError
 from ._exceptions import ModelStreamError as ModelStreamError
 from ._exceptions import ModelTimeoutError as ModelTimeoutError
+from ._exceptions import ModelTruncatedError as ModelTruncatedError
 from ._exceptions import OutputParseError as OutputParseError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import ReportedError as ReportedError
@@ -132,6 +134,7 @@ __all__ = [
     "Message",
     "ModelCallFinished",
     "ModelCallLimitHook",
+    "ModelCallRetried",
     "ModelCallStarted",
     "ModelChunk",
     "ModelDelta",
@@ -145,6 +148,7 @@ __all__ = [
     "ModelRetryInterceptor",
     "ModelStreamError",
     "ModelTimeoutError",
+    "ModelTruncatedError",
     "OpenAIChatModel",
     "OutputParseError",
     "OverAllState",

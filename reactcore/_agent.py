@@ -22,13 +22,14 @@ from ._checkpoint import Saver, claim_thread, request_cancel
 from ._config import RunnableConfig
 from ._events import Event, RunFailed, RunFinished, RunInterrupted
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
-from ._exceptions import RunCancelled
+from ._exceptions import ModelTruncatedError, RunCancelled
 from ._hooks import Hook, order_hooks
 from ._interceptors import ModelInterceptor, ToolInterceptor
 from ._llm_node import AgentLlmNode
 from ._logging import get_logger
 from ._loop import AgentInput, Loop, final_text, returned_direct, starting_point
-from ._models.base import ChatModel
+from ._messages import AssistantMessage
+from ._models.base import LENGTH, ChatModel
 from ._output import OUTPUT_MODES, OutputMode, final_answer_tool, parse_output, response_format
 from ._result import AgentResult
 from ._run import AgentRun, EventStream
@@ -381,10 +382,28 @@ class ReactAgent:
         if interrupt is not None:
             return AgentResult(state, "", None, model_calls, "interrupted", interrupt)
         text = final_text(state)
+        last = last_answer(state)
+        finish = last.finish_reason if last is not None else None
         output = None
+        structured = self.output_type is not None or self.output_schema is not None
+        if structured and not returned_direct(state) and finish == LENGTH:
+            assert last is not None
+            raise ModelTruncatedError(
+                "the final answer was cut at the model's token limit (finish_reason "
+                "'length'), so it is not parsed as the structured output (raise max_tokens)",
+                answer=last,
+            )
         if self.output_type is not None and not returned_direct(state):
             output = parse_output(text, self.output_type)
-        return AgentResult(state, text, output, model_calls)
+        return AgentResult(state, text, output, model_calls, finish_reason=finish)
+
+
+def last_answer(state: OverAllState) -> AssistantMessage | None:
+    """The last assistant message of the conversation, if any."""
+    for message in reversed(state.get(MESSAGES) or ()):
+        if isinstance(message, AssistantMessage):
+            return message
+    return None
 
 
 def _cancelled(run: AgentRun, message: str) -> RunCancelled:

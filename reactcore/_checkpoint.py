@@ -70,7 +70,6 @@ import anyio.lowlevel
 import anyio.to_thread
 import attrs
 import cattrs
-from cattrs.gen import make_dict_unstructure_fn, override
 
 from ._exceptions import ThreadBusy
 from ._logging import get_logger
@@ -89,7 +88,7 @@ from ._messages import (
     UserMessage,
 )
 from ._models.base import Usage
-from ._serde import StrictTypeError, converter, describe_error
+from ._serde import StrictTypeError, converter, describe_error, store_when_set
 from ._state import KeyStrategy, OverAllState
 
 NextStep = Literal["model", "tools", "end"]
@@ -278,29 +277,19 @@ def _register_tagged_union(union: Any, tag_name: str, tags: Mapping[str, type]) 
     converter.register_structure_hook(union, structure)
 
 
-# ``visible_tools`` is left out while ``None`` (a message not made by the LLM node), so
-# such messages keep the exact schema-1 layout; older checkpoints load it as ``None``.
-converter.register_unstructure_hook(
-    AssistantMessage,
-    make_dict_unstructure_fn(
-        AssistantMessage, converter, visible_tools=override(omit_if_default=True)
-    ),
-)
-
 _register_tagged_union(
     ContentPart,
     "type",
     {"text": TextPart, "image": ImagePart, "audio": AudioPart, "file": FilePart},
 )
 
-# Fields added after schema version 1 are left out while they hold their default, so a
+# (After the part union's hooks: the generated functions look them up now.)
+# Fields added after checkpoint schema 1 are left out while they hold their default, so a
 # checkpoint of what version 1 could hold is written exactly as version 1 wrote it.
-_ADDED: dict[type, str] = {SystemMessage: "role", UserMessage: "parts", ToolResponse: "parts"}
-for _cls, _added in _ADDED.items():
-    _overrides: dict[str, Any] = {_added: override(omit_if_default=True)}
-    converter.register_unstructure_hook(
-        _cls, make_dict_unstructure_fn(_cls, converter, **_overrides)
-    )
+store_when_set(AssistantMessage, "visible_tools", "finish_reason", "reasoning")
+store_when_set(SystemMessage, "role")
+store_when_set(UserMessage, "parts")
+store_when_set(ToolResponse, "parts")
 
 _register_tagged_union(
     Message,

@@ -3,8 +3,9 @@
 Order is a contract: ``ToolCallStarted`` is sent once the call is running (so
 ``cancel_tool`` on it succeeds); with a saver, ``ToolCallFinished`` is sent after that
 call's checkpoint is written; a cancelled or timed-out call sends ``ToolCallCancelled`` /
-``ToolCallTimedOut`` instead of ``ToolCallFinished``; the stream ends after
-``RunFinished``, ``RunFailed`` or ``RunInterrupted``.
+``ToolCallTimedOut`` instead of ``ToolCallFinished``; a retried model call sends
+``ModelCallRetried`` after the failed attempt's ``ModelDelta``s and before the next
+attempt's; the stream ends after ``RunFinished``, ``RunFailed`` or ``RunInterrupted``.
 """
 
 from __future__ import annotations
@@ -29,10 +30,25 @@ class ModelCallStarted:
 
 @attrs.frozen
 class ModelDelta:
-    """A streamed fragment of the model's answer: text, or a piece of a tool call."""
+    """A streamed fragment of the model's answer: text, a piece of a tool call, or a piece
+    of the model's reasoning (``reasoning``, when the provider streams it)."""
 
     text: str = ""
     tool_call: ToolCallDelta | None = None
+    reasoning: str = ""
+
+
+@attrs.frozen
+class ModelCallRetried:
+    """The model call is tried again: attempt ``attempt`` (from 1) failed for ``reason``,
+    the next starts after ``delay_s`` seconds, on ``model`` when a fallback switched
+    models (else ``None``). ``ModelDelta``s sent before it belong to the failed attempt:
+    a UI discards them."""
+
+    attempt: int
+    delay_s: float
+    reason: str
+    model: str | None = None
 
 
 @attrs.frozen
@@ -114,6 +130,7 @@ class RunInterrupted:
 Event = (
     ModelCallStarted
     | ModelDelta
+    | ModelCallRetried
     | ModelCallFinished
     | ToolCallStarted
     | ToolCallFinished

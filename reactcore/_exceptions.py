@@ -8,7 +8,8 @@
      ├── ModelError                the model gave no usable answer
      │    ├── ModelHTTPError       an HTTP error status (after retries)
      │    ├── ModelTimeoutError    connect / read / write timed out (after retries)
-     │    └── ModelStreamError     a streamed answer was cut or malformed
+     │    ├── ModelStreamError     a streamed answer was cut or malformed
+     │    └── ModelTruncatedError  the answer hit the token limit where a cut one is unusable
      ├── MaxIterationsExceeded     the model kept calling tools past ``max_iterations``
      ├── CallLimitExceeded         a limit hook with ``exit_behavior="error"`` tripped
      ├── RunCancelled              the caller cancelled the run (``run.cancel()``)
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._messages import Message, ToolCall
+    from ._messages import AssistantMessage, Message, ToolCall
 
 
 class ReactcoreError(Exception):
@@ -64,16 +65,25 @@ class ModelHTTPError(ModelError):
     """Raised by a model client when the endpoint answered with an HTTP error status.
 
     ``status_code``, ``request_id`` (the provider's, when sent) and ``body`` (an excerpt,
-    never the request or its credentials) say what the server said.
+    never the request or its credentials) say what the server said; ``retry_after`` is
+    the wait in seconds it asked for (``retry-after-ms`` or ``Retry-After``), if any, which
+    every retry honours.
     """
 
     def __init__(
-        self, message: str, *, status_code: int, request_id: str | None = None, body: str = ""
+        self,
+        message: str,
+        *,
+        status_code: int,
+        request_id: str | None = None,
+        body: str = "",
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.request_id = request_id
         self.body = body
+        self.retry_after = retry_after
 
 
 class ModelTimeoutError(ModelError):
@@ -82,6 +92,21 @@ class ModelTimeoutError(ModelError):
 
 class ModelStreamError(ModelError):
     """Raised when a streamed answer was cut or malformed: never passed on half-made."""
+
+
+class ModelTruncatedError(ModelError):
+    """Raised when the model's answer was cut at its token limit (``finish_reason ==
+    "length"``) where a cut answer cannot be used: it carries tool calls (whose arguments
+    may be cut), or it is the final answer of an agent with ``output_type`` /
+    ``output_schema``. ``message`` is the answer as far as it came.
+
+    A plain text answer cut by the limit is not an error: it is returned, with
+    ``finish_reason == "length"``.
+    """
+
+    def __init__(self, message: str, *, answer: AssistantMessage) -> None:
+        super().__init__(message)
+        self.message = answer
 
 
 class MaxIterationsExceeded(ReactcoreError):

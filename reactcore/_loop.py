@@ -21,6 +21,7 @@ from ._checkpoint import Checkpoint, NextStep, Saver
 from ._config import RunnableConfig
 from ._events import (
     ModelCallFinished,
+    ModelCallRetried,
     ModelCallStarted,
     ModelDelta,
     StateUpdated,
@@ -40,7 +41,7 @@ from ._messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from ._models.base import ModelChunk, Usage
+from ._models.base import LENGTH, RETRY_LISTENER, ModelChunk, Usage
 from ._output import FINAL_ANSWER, parse_output, retry_message, take_final_answer
 from ._result import TOKEN_USAGE, AgentResult
 from ._run import AgentRun
@@ -275,6 +276,7 @@ class Loop:
         """Run from ``start`` to the end, an interrupt, or an error."""
         context = self.config.context
         context[CHUNK_LISTENER] = self._on_chunk
+        context[RETRY_LISTENER] = self._on_retry
         context[RUN_ID] = self.run.run_id
         state, step = start.state, start.step
         self.model_calls = start.model_calls
@@ -350,6 +352,9 @@ class Loop:
             return state, "tools"
         if output_type is None or self.output_retries >= agent.output_retries:
             return state, "end"  # a last answer that does not fit raises in agent.result
+        last = (state.get(MESSAGES) or [None])[-1]
+        if isinstance(last, AssistantMessage) and last.finish_reason == LENGTH:
+            return state, "end"  # cut at the token limit: agent.result raises, no retry
         try:
             parse_output(final_text(state), output_type)
         except OutputParseError as exc:
@@ -432,7 +437,12 @@ class Loop:
                 )
                 await saver.put(self.config.thread_id, checkpoint)
 
+    async def _on_retry(self, attempt: int, delay_s: float, reason: str, model: str | None) -> None:
+        await self.run.emit(ModelCallRetried(attempt, delay_s, reason, model))
+
     async def _on_chunk(self, chunk: ModelChunk) -> None:
+        if chunk.reasoning:
+            await self.run.emit(ModelDelta(reasoning=chunk.reasoning))
         if chunk.text:
             await self.run.emit(ModelDelta(text=chunk.text))
         for delta in chunk.tool_calls:

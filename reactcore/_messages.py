@@ -274,6 +274,12 @@ class AssistantMessage:
     this answer (after every model interceptor), recorded by ``AgentLlmNode`` when the
     answer has tool calls. The tool node runs only those (plus the resolver's); ``None``
     (a message not made by the LLM node, e.g. built by hand) lets every tool run.
+
+    ``finish_reason`` is how the provider said the answer ended (``"stop"``,
+    ``"tool_calls"``, ``"length"`` when it was cut at the token limit …; ``None`` when not
+    told). It is kept in checkpoints but left out of equality: it says how the answer
+    ended, not what it is. ``reasoning`` is the model's visible thinking, when the
+    provider sends it (``reasoning_content``: DeepSeek, vLLM, many compatible servers).
     """
 
     text: str = attrs.field(default="", validator=_text)
@@ -284,6 +290,10 @@ class AssistantMessage:
     visible_tools: tuple[str, ...] | None = attrs.field(
         default=None, converter=_to_names, validator=attrs.validators.optional(_items(str))
     )
+    finish_reason: str | None = attrs.field(
+        default=None, eq=False, validator=attrs.validators.optional(_text)
+    )
+    reasoning: str = attrs.field(default="", validator=_text)
 
 
 @attrs.frozen

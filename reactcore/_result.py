@@ -17,7 +17,8 @@ TOKEN_USAGE = "_TOKEN_USAGE_"
 class AgentResult:
     """The final state, the final text, the structured output (when ``output_type`` is
     set), and counters. ``status`` is ``"interrupted"`` when a hook paused the run for a
-    human, with what is pending in ``interrupt``."""
+    human, with what is pending in ``interrupt``. ``finish_reason`` is how the model's
+    last answer ended (``"length"``: the text was cut at the token limit)."""
 
     state: OverAllState
     text: str = ""
@@ -25,6 +26,7 @@ class AgentResult:
     model_calls: int = 0
     status: Literal["finished", "interrupted"] = "finished"
     interrupt: Any = None
+    finish_reason: str | None = None
 
     @property
     def messages(self) -> list[Message]:

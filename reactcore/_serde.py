@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NewType, get_args, get_origin
 
@@ -21,8 +22,9 @@ import attrs
 import cattrs
 import cattrs.cols
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
-from cattrs.gen import make_dict_structure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from ._json import loads as bounded_loads
 from ._messages import (
     MEDIA_TYPES,
     PART_TYPES,
@@ -198,21 +200,72 @@ def describe_error(exc: BaseException, root: str) -> str:
     return f"{_format_one(exc, None)} @ {root}"
 
 
+# --- invalid Unicode -------------------------------------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with invalid Unicode repaired: a surrogate pair held as two code points
+    becomes its character, a lone surrogate (``json.loads`` makes one of ``"\\ud800"``)
+    becomes U+FFFD. Such text cannot be encoded as UTF-8, so it would make every later
+    request of the thread fail; it is cleaned where it enters (model answers, tool
+    results, requests)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(k): _clean_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_value(v) for v in value]
+    return value
+
+
+def clean_arguments(arguments: str) -> str:
+    """Tool-call ``arguments`` (JSON text) that decode to valid Unicode: lone surrogates,
+    raw or escaped (``\\ud800``), become U+FFFD. Text that is not JSON is only cleaned of
+    raw surrogates (the tool node reports it to the model); clean JSON is left as sent."""
+    arguments = clean_text(arguments)
+    if _SURROGATE_ESCAPE.search(arguments) is None:
+        return arguments
+    try:
+        value = bounded_loads(arguments)
+    except ValueError:
+        return arguments
+    cleaned = _clean_value(value)
+    return arguments if cleaned == value else _ENCODER.encode(cleaned)
+
+
 def to_json_text(value: Any) -> str:
-    """A tool's result as text for the model: strings pass through, the rest is JSON.
+    """A tool's result as text for the model: strings pass through, the rest is JSON;
+    invalid Unicode is repaired (``clean_text``).
 
     A value JSON cannot hold (a set, bytes, NaN) raises ``TypeError`` /
     ``ValueError``, which the tool node turns into an error response naming the tool.
     """
     if isinstance(value, str):
-        return value
+        return clean_text(value)
     if value is None:
         return "null"
-    return _ENCODER.encode(converter.unstructure(value))
+    return clean_text(_ENCODER.encode(converter.unstructure(value)))
 
 
 # One encoder: json.dumps with non-default options would build a new one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def store_when_set(cls: type, *names: str) -> None:
+    """Unstructure ``cls`` with the fields ``names`` left out while they hold their
+    default: fields added after the first checkpoint layout, so a value without them keeps
+    the layout it had before they existed."""
+    omit: dict[str, Any] = {name: override(omit_if_default=True) for name in names}
+    converter.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, converter, **omit))
 
 
 # --- the OpenAI chat-completions wire format -------------------------------------------
@@ -242,6 +295,10 @@ class _WireMessage:
     tool_calls: list[_WireToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+    # The model's thinking: ``reasoning_content`` (DeepSeek, vLLM) or ``reasoning``
+    # (OpenRouter, newer vLLM); read only when it is text.
+    reasoning_content: Any = None
+    reasoning: Any = None
 
 
 def _wire_hook(cls: type) -> Callable[[Any, Any], Any]:
@@ -264,11 +321,11 @@ def _content_text(content: Any, _: Any = None) -> _Content:
     if content is None:
         return _Content("")
     if isinstance(content, str):
-        return _Content(content)
+        return _Content(clean_text(content))
     if isinstance(content, list) and all(
         isinstance(part, dict) and isinstance(part.get("text", ""), str) for part in content
     ):
-        return _Content("".join(part.get("text", "") for part in content))
+        return _Content(clean_text("".join(part.get("text", "") for part in content)))
     raise StrictTypeError(f"expected message content as a string or parts, got {content!r}")
 
 
@@ -468,11 +525,18 @@ def _tool_items(message: ToolResponseMessage, tool_media: ToolMedia) -> list[dic
     return items
 
 
+def reasoning_text(*values: Any) -> str:
+    """The first of ``values`` that is text (a provider's reasoning field), cleaned."""
+    return next((clean_text(v) for v in values if isinstance(v, str) and v), "")
+
+
 def message_to_wire(
-    message: Message, *, tool_media: ToolMedia = "describe"
+    message: Message, *, tool_media: ToolMedia = "describe", reasoning: bool = False
 ) -> list[dict[str, Any]]:
     """One message as wire dicts (a ``ToolResponseMessage`` becomes one per response;
-    ``tool_media`` as in ``messages_to_wire``)."""
+    ``tool_media`` as in ``messages_to_wire``). With ``reasoning``, an assistant message's
+    reasoning goes as ``reasoning_content`` (some providers require it back, others reject
+    it: the model client decides)."""
     match message:
         case SystemMessage(text=text, role=role):
             return [{"role": role, "content": text}]
@@ -481,6 +545,8 @@ def message_to_wire(
         case AssistantMessage(text=text, tool_calls=calls):
             # Content may be null only beside tool calls; without them it is required.
             wire: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
+            if reasoning and message.reasoning:
+                wire["reasoning_content"] = message.reasoning
             if calls:
                 wire["tool_calls"] = [
                     {
@@ -497,7 +563,10 @@ def message_to_wire(
 
 
 def messages_to_wire(
-    messages: Iterable[Message], *, tool_media: ToolMedia = "describe"
+    messages: Iterable[Message],
+    *,
+    tool_media: ToolMedia = "describe",
+    reasoning: bool = False,
 ) -> list[dict[str, Any]]:
     """A conversation as the ``messages`` array of a chat-completions request.
 
@@ -512,10 +581,16 @@ def messages_to_wire(
       after the tool messages (for vision models);
     - ``"parts"``: sent whole as the tool message's content parts (for providers that
       accept them; this is the one mode that ``messages_from_wire`` reads back exactly).
+
+    With ``reasoning``, assistant reasoning is included as ``reasoning_content``.
     """
     if tool_media not in TOOL_MEDIA:
         raise ValueError(f"tool_media must be one of {', '.join(TOOL_MEDIA)}, got {tool_media!r}")
-    return [wire for m in messages for wire in message_to_wire(m, tool_media=tool_media)]
+    return [
+        wire
+        for m in messages
+        for wire in message_to_wire(m, tool_media=tool_media, reasoning=reasoning)
+    ]
 
 
 def _malformed(exc: Exception, root: str) -> ValueError:
@@ -532,8 +607,14 @@ def assistant_from_wire(payload: Any) -> AssistantMessage:
 
 
 def _assistant(wire: _WireMessage) -> AssistantMessage:
-    calls = [ToolCall(c.id, c.function.name, c.function.arguments) for c in wire.tool_calls or ()]
-    return AssistantMessage(wire.content, calls)
+    calls = [
+        ToolCall(
+            clean_text(c.id), clean_text(c.function.name), clean_arguments(c.function.arguments)
+        )
+        for c in wire.tool_calls or ()
+    ]
+    thinking = reasoning_text(wire.reasoning_content, wire.reasoning)
+    return AssistantMessage(wire.content, calls, reasoning=thinking)
 
 
 def messages_from_wire(payload: Sequence[Any]) -> list[Message]:

@@ -18,7 +18,10 @@ arrays. ``RunFailed`` carries its error as ``{"type": <exception class name>, "m
      "interrupt": null | {"calls": [<ToolCall>, ...]}, "model_calls": 2,
      "usage": {"prompt_tokens": ..., "completion_tokens": ..., "total_tokens": ...},
      "messages": [<message>, ...],
-     "state": {"key_strategies": {...}, "values": {<key>: {"kind": ..., "value": ...}}}}
+     "state": {"key_strategies": {...}, "values": {<key>: {"kind": ..., "value": ...}}},
+     "finish_reason": "stop" | "length" | ... | null}
+
+(``usage`` leaves out ``cached_tokens`` / ``reasoning_tokens`` while they are 0.)
 
 where ``state`` is the final state in its checkpoint form, without ``messages`` (they
 are the top-level ``messages``); ``usage`` is derived from the state and ignored when read
@@ -43,6 +46,7 @@ from ._checkpoint import _json_problem, _register_tagged_union
 from ._events import (
     Event,
     ModelCallFinished,
+    ModelCallRetried,
     ModelCallStarted,
     ModelDelta,
     RunFailed,
@@ -65,6 +69,7 @@ from ._state import MESSAGES, OverAllState
 EVENT_TYPES: tuple[type[Any], ...] = (
     ModelCallStarted,
     ModelDelta,
+    ModelCallRetried,
     ModelCallFinished,
     ToolCallStarted,
     ToolCallFinished,
@@ -99,6 +104,7 @@ class _ResultDocument:
     usage: Usage
     messages: list[Message]
     state: OverAllState
+    finish_reason: str | None = None
 
 
 def _unstructure_result(result: AgentResult) -> dict[str, Any]:
@@ -112,6 +118,7 @@ def _unstructure_result(result: AgentResult) -> dict[str, Any]:
         result.usage,
         result.messages,
         OverAllState(rest, result.state.key_strategies),
+        result.finish_reason,
     )
     out: dict[str, Any] = converter.unstructure(document)
     return out
@@ -128,6 +135,7 @@ def _structure_result(value: Any, _: Any) -> AgentResult:
         document.model_calls,
         document.status,
         document.interrupt,
+        document.finish_reason,
     )
 
 

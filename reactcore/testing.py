@@ -11,13 +11,16 @@ anyio backend talks to it over real sockets::
         ...
     assert server.requests[0]["messages"] == [...]
 
+``server.request_times`` says when each request arrived, for tests of retry pauses.
+
 It answers each ``POST …/chat/completions`` with the next reply of the script (a list),
 or with what a callable returns for the request's JSON body. Replies:
 
 - ``HTTPReply``: a whole response — a completion, an error status with headers
   (``Retry-After``, ``x-request-id``), or any text (malformed JSON);
 - ``SSEReply``: a stream of events (``ModelChunk``s, JSON objects, or raw text), ended
-  by ``[DONE]``, by a clean end without it, by cutting the connection, or by hanging;
+  by ``[DONE]``, by a clean end without it, by cutting the connection, by hanging, or by
+  ``[DONE]`` with the body kept open (a server that never closes);
 - ``HangReply``: never answers (for client timeouts).
 
 ``SSEReply`` and ``HangReply`` set ``client_left`` when the client disconnects. Stopping
@@ -30,6 +33,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
@@ -45,7 +49,7 @@ from ._models.base import ModelChunk, ToolCallDelta, Usage
 from ._models.scripted import ScriptedChatModel as ScriptedChatModel
 from ._models.scripted import character_usage as character_usage
 from ._models.scripted import message_chunks as message_chunks
-from ._serde import converter, message_to_wire
+from ._serde import message_to_wire
 
 if TYPE_CHECKING:
     import uvicorn
@@ -80,7 +84,19 @@ _STOP_TIMEOUT = 10.0
 
 
 def _usage_json(usage: Usage | None) -> dict[str, Any] | None:
-    return None if usage is None else converter.unstructure(usage)
+    """``usage`` as OpenAI reports it: the details only when they count something."""
+    if usage is None:
+        return None
+    wire: dict[str, Any] = {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+    if usage.cached_tokens:
+        wire["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens:
+        wire["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return wire
 
 
 def completion_json(message: AssistantMessage | str, *, usage: Usage | None = None) -> Any:
@@ -89,8 +105,8 @@ def completion_json(message: AssistantMessage | str, *, usage: Usage | None = No
         message = AssistantMessage(message)
     choice = {
         "index": 0,
-        "message": message_to_wire(message)[0],
-        "finish_reason": "tool_calls" if message.tool_calls else "stop",
+        "message": message_to_wire(message, reasoning=True)[0],
+        "finish_reason": message.finish_reason or ("tool_calls" if message.tool_calls else "stop"),
         "logprobs": None,
     }
     return {
@@ -123,6 +139,8 @@ def chunk_json(chunk: ModelChunk) -> Any:
     A chunk with only usage has no choices, as OpenAI sends it with ``include_usage``.
     """
     delta: dict[str, Any] = {}
+    if chunk.reasoning:
+        delta["reasoning_content"] = chunk.reasoning
     if chunk.text:
         delta["content"] = chunk.text
     if chunk.tool_calls:
@@ -251,11 +269,12 @@ class SSEReply:
 
     ``"done"``: ``data: [DONE]`` and a clean end; ``"eof"``: a clean end without
     ``[DONE]``; ``"cut"``: the connection is closed mid-body; ``"hang"``: the stream stays
-    open until the client leaves. ``client_left`` is set when the client disconnects.
+    open until the client leaves; ``"done_then_hang"``: ``data: [DONE]``, then the body
+    stays open until the client leaves. ``client_left`` is set when the client disconnects.
     """
 
     events: tuple[SSEEvent, ...] = attrs.field(converter=_to_events)
-    ending: Literal["done", "eof", "cut", "hang"] = "done"
+    ending: Literal["done", "eof", "cut", "hang", "done_then_hang"] = "done"
     client_left: threading.Event = attrs.field(factory=threading.Event, eq=False, repr=False)
 
     @classmethod
@@ -277,6 +296,10 @@ class SSEReply:
             await exchange.body(b"data: [DONE]\n\n", more=False)
         elif self.ending == "eof":
             await exchange.body(b"", more=False)
+        elif self.ending == "done_then_hang":
+            await exchange.body(b"data: [DONE]\n\n", more=True)
+            if await exchange.wait_gone():
+                self.client_left.set()
         elif self.ending == "hang" and await exchange.wait_gone():
             self.client_left.set()
         # "cut" (and a hang ended by the server stopping): return mid-body, and the
@@ -309,13 +332,15 @@ Script: TypeAlias = Sequence[ServerReply] | Callable[[Any], ServerReply]
 class OpenAICompatibleServer:
     """A running local server: its ``base_url`` and what it received, in order.
 
-    ``requests`` holds the JSON bodies of the chat-completions requests and
-    ``request_headers`` their headers (names in lower case).
+    ``requests`` holds the JSON bodies of the chat-completions requests,
+    ``request_headers`` their headers (names in lower case) and ``request_times`` when
+    each arrived (``time.monotonic()``, for tests of retry pauses).
     """
 
     base_url: str
     requests: list[Any] = attrs.field(factory=list)
     request_headers: list[dict[str, str]] = attrs.field(factory=list)
+    request_times: list[float] = attrs.field(factory=list)
 
 
 def _in_order(replies: Sequence[ServerReply]) -> Callable[[Any], ServerReply]:
@@ -383,6 +408,7 @@ class _App:
         except ValueError:
             await HTTPReply.error(400, "the request body is not JSON").respond(exchange)
             return
+        self.server.request_times.append(time.monotonic())
         self.server.requests.append(payload)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         self.server.request_headers.append(headers)

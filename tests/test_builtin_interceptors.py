@@ -7,9 +7,12 @@ Every async test runs on asyncio and trio; retries use millisecond delays.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import email.utils
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import pytest
 from structlog.testing import capture_logs
 
@@ -30,8 +33,10 @@ from reactcore import (
     tool,
 )
 from reactcore._backoff import Backoff
+from reactcore._models.openai import OpenAIChatModel
 from reactcore._models.scripted import ScriptedChatModel
 from reactcore.interceptors import is_retryable_model_error
+from reactcore.testing import HTTPReply, ServerReply, SSEReply, serve_openai_compatible
 from tests.helpers import call
 
 pytestmark = pytest.mark.anyio
@@ -442,3 +447,67 @@ def test_selection_negative_max_tools_is_a_value_error() -> None:
     """max_tools below 0 is refused at construction (it would silently drop the last pick)."""
     with pytest.raises(ValueError, match="max_tools"):
         ToolSelectionInterceptor(lambda r: [], max_tools=-1)
+
+
+# --- ModelRetryInterceptor over HTTP: Retry-After -----------------------------------------
+
+
+def _replies(first: HTTPReply, then: ServerReply) -> Callable[[Any], ServerReply]:
+    """A script: ``first`` (an HTTP date in ``retry-after`` is made as the request
+    arrives: 1.5 s ahead, at least 0.5 s once rounded to the second), then ``then``."""
+    sent: list[int] = []
+
+    def reply(_: Any) -> ServerReply:
+        sent.append(1)
+        if len(sent) > 1:
+            return then
+        if first.headers.get("retry-after") == "date":
+            date = email.utils.formatdate(time.time() + 1.5, usegmt=True)
+            return attrs.evolve(first, headers={"retry-after": date})
+        return first
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("headers", "at_least"),
+    [
+        ({"retry-after": "0.3"}, 0.3),
+        ({"retry-after-ms": "300"}, 0.3),
+        ({"retry-after": "date"}, 0.45),
+    ],
+    ids=["seconds", "milliseconds", "http-date"],
+)
+async def test_model_retry_waits_at_least_what_retry_after_asks(
+    headers: dict[str, str], at_least: float
+) -> None:
+    """A 429 with ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``, from a
+    model that does not retry itself: the error carries the wait (``retry_after``) and the
+    interceptor waits at least that long before the second request, far more than its own
+    backoff of 1 ms."""
+    script = _replies(HTTPReply.error(429, "slow down", headers=headers), SSEReply.of("done"))
+    with serve_openai_compatible(script) as server:
+        model = OpenAIChatModel("m", base_url=server.base_url, api_key="k", max_retries=0)
+        agent = ReactAgent("a", model, interceptors=[ModelRetryInterceptor(jitter=0, **FAST)])
+        async with model:
+            result = await agent.invoke("go")
+    assert result.text == "done"
+    first, second = server.request_times
+    assert second - first >= at_least
+
+
+async def test_model_error_carries_retry_after_and_the_cap_fails_fast() -> None:
+    """A 429 asking for 120 s, above the interceptor's ``retry_after_cap`` of 60 s: the
+    error (``retry_after == 120``) is raised at once, after one request."""
+    script = [HTTPReply.error(429, "later", headers={"retry-after": "120"})]
+    with serve_openai_compatible(script) as server:
+        model = OpenAIChatModel("m", base_url=server.base_url, api_key="k", max_retries=0)
+        agent = ReactAgent("a", model, interceptors=[ModelRetryInterceptor(**FAST)])
+        start = time.monotonic()
+        async with model:
+            with pytest.raises(ModelHTTPError) as info:
+                await agent.invoke("go")
+    assert time.monotonic() - start < 5
+    assert info.value.retry_after == 120
+    assert info.value.status_code == 429
+    assert len(server.requests) == 1

@@ -179,6 +179,24 @@ async def test_call_leaves_out_unset_options_and_empty_tools(server_for: ServerF
     ]
 
 
+@pytest.mark.anyio
+async def test_parallel_tool_calls_is_sent_only_with_tools(server_for: ServerFor) -> None:
+    """``ChatOptions(parallel_tool_calls=False)`` is sent as ``parallel_tool_calls: false``
+    beside the tools, and left out of a request without tools (providers reject it)."""
+    server = server_for([HTTPReply.completion("a"), HTTPReply.completion("b")])
+    spec = ToolSpec("now", "The time.", {"type": "object", "properties": {}})
+    options = ChatOptions(parallel_tool_calls=False)
+    with_tools = ModelRequest(
+        [UserMessage("hi")], tools=["now"], tool_specs=[spec], options=options
+    )
+    async with model_for(server) as model:
+        await model.call(with_tools)
+        await model.call(ModelRequest([UserMessage("hi")], options=options))
+    assert server.requests[0]["parallel_tool_calls"] is False
+    assert [t["function"]["name"] for t in server.requests[0]["tools"]] == ["now"]
+    assert "parallel_tool_calls" not in server.requests[1]
+
+
 PARALLEL_CALLS = [
     ModelChunk(text="Let me "),
     ModelChunk(text="check."),
@@ -387,6 +405,7 @@ async def test_retry_after_over_the_cap_fails_fast(server_for: ServerFor) -> Non
     assert caught.value.status_code == 429
     assert "quota exceeded" in str(caught.value)
     assert "retry_after_cap" in str(caught.value)
+    assert caught.value.retry_after == 120
     assert len(server.requests) == 1
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reactcore._exceptions import ModelHTTPError, ReactcoreError
+from reactcore._exceptions import ModelHTTPError, ModelTruncatedError, ReactcoreError
 from reactcore._messages import (
     AssistantMessage,
     SystemMessage,
@@ -188,3 +188,30 @@ def test_message_chunks_assemble_back_to_the_message(
     chunks = message_chunks(message, chunk_size=size)
     assert all(len(c.text) <= size for c in chunks)
     assert assemble(chunks) == ModelResponse(expected)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("how", ["call", "stream"])
+async def test_tool_calls_cut_by_length_raise_in_both_modes(how: str) -> None:
+    """A scripted answer with tool calls and ``finish_reason="length"`` raises
+    ``ModelTruncatedError`` whole or streamed (assembled), as a provider's would; cut text
+    alone comes back with its finish reason."""
+    cut_calls = AssistantMessage("", [ToolCall("c1", "save", '{"te')], finish_reason="length")
+    cut_text = AssistantMessage("once upon a ti", finish_reason="length")
+    model = ScriptedChatModel([cut_calls, cut_text])
+    request = ModelRequest([UserMessage("go")])
+
+    async def answer() -> ModelResponse:
+        if how == "call":
+            return await model.call(request)
+        assembler = ChunkAssembler()
+        async with model.stream(request) as chunks:
+            async for chunk in chunks:
+                assembler.add(chunk)
+        return assembler.result()
+
+    with pytest.raises(ModelTruncatedError) as caught:
+        await answer()
+    assert caught.value.message.tool_calls == cut_calls.tool_calls
+    text = (await answer()).message
+    assert (text.text, text.finish_reason) == ("once upon a ti", "length")

@@ -26,6 +26,7 @@ from reactcore import (
     Interrupt,
     MemorySaver,
     ModelCallFinished,
+    ModelCallRetried,
     ModelCallStarted,
     ModelDelta,
     ReactAgent,
@@ -97,6 +98,14 @@ EVENTS: dict[type[Any], st.SearchStrategy[Any]] = {
             st.none() | identifiers,
             texts,
         ),
+        texts,
+    ),
+    ModelCallRetried: st.builds(
+        ModelCallRetried,
+        st.integers(1),
+        st.floats(0, 60, allow_nan=False),
+        texts,
+        st.none() | identifiers,
     ),
     ModelCallFinished: st.builds(ModelCallFinished, assistants, st.none() | usages),
     ToolCallStarted: st.builds(ToolCallStarted, identifiers, identifiers, texts),
@@ -191,9 +200,14 @@ def test_a_result_round_trips_with_its_messages_and_usage_at_the_top(
         "usage",
         "messages",
         "state",
+        "finish_reason",
     }
     assert "messages" not in data["state"]["values"]
-    assert data["usage"] == attrs.asdict(result.usage)
+    assert data["usage"] == {
+        k: v
+        for k, v in attrs.asdict(result.usage).items()
+        if v or k in ("prompt_tokens", "completion_tokens", "total_tokens")
+    }
     assert len(data["messages"]) == len(result.messages)
     back = event_from_json({"type": "run_finished", "result": data})
     assert isinstance(back, RunFinished) and back.result == result

@@ -7,43 +7,89 @@ closed, even on cancellation). ``ChunkAssembler`` turns chunks back into one mes
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from .._exceptions import ModelStreamError
+from .._exceptions import ModelStreamError, ModelTruncatedError
 from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
+from .._serde import clean_arguments, clean_text, store_when_set
 from .._tools import Tool
+
+RETRY_LISTENER = "_retry_listener_"
+"""The key, in a request's ``context``, of the run's ``RetryListener`` (the loop sets it)."""
+
+RetryListener = Callable[[int, float, str, "str | None"], Awaitable[None]]
+"""Told ``(attempt, delay_s, reason, model)`` before a model call is tried again."""
+
+
+async def report_retry(
+    context: Mapping[str, Any],
+    attempt: int,
+    delay_s: float,
+    reason: str,
+    model: str | None = None,
+) -> None:
+    """Tell the run's retry listener, if any, that attempt ``attempt`` (from 1) failed for
+    ``reason`` and the call is tried again after ``delay_s`` seconds (with ``model``, when
+    a fallback switches models). Every retry path calls it before the next attempt, so a
+    consumer of the events can discard what the failed attempt streamed."""
+    listener: RetryListener | None = context.get(RETRY_LISTENER)
+    if listener is not None:
+        await listener(attempt, delay_s, reason, model)
+
+
+def model_name(model: object) -> str:
+    """A chat model's name for events and logs: its ``model`` attribute, else its class."""
+    name = getattr(model, "model", None)
+    return name if isinstance(name, str) else type(model).__name__
 
 
 @attrs.frozen
 class Usage:
-    """Token counts of one model call, or a sum of several (``a + b``)."""
+    """Token counts of one model call, or a sum of several (``a + b``).
+
+    ``cached_tokens`` (of the prompt, served from the provider's cache) and
+    ``reasoning_tokens`` (of the completion, spent thinking) are parts of the counts
+    before them, as providers report them in ``prompt_tokens_details`` and
+    ``completion_tokens_details``; 0 when not reported.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.total_tokens + other.total_tokens,
-        )
+        return Usage(*(a + b for a, b in zip(_counts(self), _counts(other), strict=True)))
 
     def __sub__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens - other.prompt_tokens,
-            self.completion_tokens - other.completion_tokens,
-            self.total_tokens - other.total_tokens,
-        )
+        return Usage(*(a - b for a, b in zip(_counts(self), _counts(other), strict=True)))
+
+
+def _counts(usage: Usage) -> tuple[int, ...]:
+    return (
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.total_tokens,
+        usage.cached_tokens,
+        usage.reasoning_tokens,
+    )
+
+
+store_when_set(Usage, "cached_tokens", "reasoning_tokens")
 
 
 @attrs.frozen
 class ChatOptions:
-    """Sampling and format options; ``None`` leaves the provider's default."""
+    """Sampling and format options; ``None`` leaves the provider's default.
+
+    ``parallel_tool_calls`` says whether the model may ask for several tool calls in one
+    answer; it is sent only with tools (providers reject it without).
+    """
 
     model: str | None = None
     temperature: float | None = None
@@ -52,6 +98,7 @@ class ChatOptions:
     tool_choice: str | Mapping[str, Any] | None = None
     response_format: Mapping[str, Any] | None = None
     extra_body: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
+    parallel_tool_calls: bool | None = None
 
 
 @attrs.frozen
@@ -127,6 +174,26 @@ class ModelChunk:
     tool_calls: tuple[ToolCallDelta, ...] = attrs.field(default=(), converter=_to_tuple)
     usage: Usage | None = None
     finish_reason: str | None = None
+    reasoning: str = ""
+
+
+LENGTH = "length"
+"""The finish reason of an answer cut at the token limit."""
+
+
+def ensure_complete(response: ModelResponse) -> ModelResponse:
+    """``response``, unless it was cut at the token limit while it carried tool calls:
+    their arguments may be cut too, so it is a ``ModelTruncatedError`` (never run)."""
+    message = response.message
+    if message.finish_reason == LENGTH and message.tool_calls:
+        names = ", ".join(c.name for c in message.tool_calls)
+        raise ModelTruncatedError(
+            f"the model's answer was cut at its token limit (finish_reason 'length') while "
+            f"it asked for tool calls ({names}); their arguments may be incomplete, so none "
+            "is run (raise max_tokens, or ask for less)",
+            answer=message,
+        )
+    return response
 
 
 @runtime_checkable
@@ -143,8 +210,19 @@ class ChatModel(Protocol):
 @attrs.define
 class _PartialCall:
     id: str | None = None
-    name: str | None = None
+    name: list[str] = attrs.field(factory=list)
     arguments: list[str] = attrs.field(factory=list)
+
+    def add(self, delta: ToolCallDelta) -> None:
+        """Join ``delta`` in, as the official ``openai`` SDK's stream accumulator does:
+        string fields concatenate (a name may come in fragments, like the arguments),
+        except an id sent again with the same value, which is kept once."""
+        if delta.id and delta.id != self.id:
+            self.id = (self.id or "") + delta.id
+        if delta.name:
+            self.name.append(delta.name)
+        if delta.arguments:
+            self.arguments.append(delta.arguments)
 
 
 @attrs.define
@@ -152,10 +230,14 @@ class ChunkAssembler:
     """Gathers streamed chunks into one ``ModelResponse``.
 
     Tool-call fragments are joined by index, whatever order ids, names and argument pieces
-    arrive in. ``result()`` raises ``ModelStreamError`` for a call left without id or name.
+    arrive in: names and arguments are concatenated (servers split both), an id repeated
+    in every fragment is kept once. ``result()`` raises ``ModelStreamError`` for a call
+    left without id or name, and ``ModelTruncatedError`` for tool calls cut at the token
+    limit (see ``ensure_complete``); the message keeps the finish reason.
     """
 
     text: list[str] = attrs.field(factory=list)
+    reasoning: list[str] = attrs.field(factory=list)
     calls: dict[int, _PartialCall] = attrs.field(factory=dict)
     usage: Usage | None = None
     finish_reason: str | None = None
@@ -163,12 +245,10 @@ class ChunkAssembler:
     def add(self, chunk: ModelChunk) -> None:
         if chunk.text:
             self.text.append(chunk.text)
+        if chunk.reasoning:
+            self.reasoning.append(chunk.reasoning)
         for delta in chunk.tool_calls:
-            partial = self.calls.setdefault(delta.index, _PartialCall())
-            partial.id = delta.id or partial.id
-            partial.name = delta.name or partial.name
-            if delta.arguments:
-                partial.arguments.append(delta.arguments)
+            self.calls.setdefault(delta.index, _PartialCall()).add(delta)
         if chunk.usage is not None:
             self.usage = chunk.usage
         if chunk.finish_reason is not None:
@@ -178,11 +258,19 @@ class ChunkAssembler:
         calls = []
         for index in sorted(self.calls):
             partial = self.calls[index]
-            if not partial.id or not partial.name:
+            name = "".join(partial.name)
+            if not partial.id or not name:
                 raise ModelStreamError(
                     f"the stream ended with tool call #{index} missing its "
                     f"{'id' if not partial.id else 'name'}"
                 )
-            calls.append(ToolCall(partial.id, partial.name, "".join(partial.arguments) or "{}"))
-        message = AssistantMessage("".join(self.text), calls)
-        return ModelResponse(message, self.usage, finish_reason=self.finish_reason)
+            arguments = clean_arguments("".join(partial.arguments) or "{}")
+            calls.append(ToolCall(clean_text(partial.id), clean_text(name), arguments))
+        text = clean_text("".join(self.text))
+        message = AssistantMessage(
+            text,
+            calls,
+            finish_reason=self.finish_reason,
+            reasoning=clean_text("".join(self.reasoning)),
+        )
+        return ensure_complete(ModelResponse(message, self.usage, finish_reason=self.finish_reason))

@@ -24,7 +24,7 @@ from anyio.lowlevel import checkpoint
 
 from .._exceptions import ScriptExhaustedError
 from .._messages import AssistantMessage, Message, ToolResponseMessage
-from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, Usage
+from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, Usage, ensure_complete
 
 Reply: TypeAlias = (
     AssistantMessage
@@ -70,20 +70,23 @@ def _pieces(text: str, size: int) -> list[str]:
 def message_chunks(
     message: AssistantMessage, *, chunk_size: int = 4, usage: Usage | None = None
 ) -> list[ModelChunk]:
-    """``message`` as the chunks OpenAI would stream: text in pieces of ``chunk_size``
-    characters; per tool call, a delta with its id and name, then its arguments in pieces;
+    """``message`` as the chunks OpenAI would stream: its reasoning, then its text, in
+    pieces of ``chunk_size`` characters; per tool call, a delta with its id and name, then
+    its arguments in pieces;
     a chunk with the finish reason; last, when given, a chunk with only the usage.
 
     ``ChunkAssembler`` turns them back into ``message`` (without its metadata).
     """
-    chunks = [ModelChunk(text=piece) for piece in _pieces(message.text, chunk_size)]
+    chunks = [ModelChunk(reasoning=piece) for piece in _pieces(message.reasoning, chunk_size)]
+    chunks += [ModelChunk(text=piece) for piece in _pieces(message.text, chunk_size)]
     for index, call in enumerate(message.tool_calls):
         chunks.append(ModelChunk(tool_calls=[ToolCallDelta(index, call.id, call.name)]))
         chunks.extend(
             ModelChunk(tool_calls=[ToolCallDelta(index, arguments=piece)])
             for piece in _pieces(call.arguments, chunk_size)
         )
-    chunks.append(ModelChunk(finish_reason="tool_calls" if message.tool_calls else "stop"))
+    finish = message.finish_reason or ("tool_calls" if message.tool_calls else "stop")
+    chunks.append(ModelChunk(finish_reason=finish))
     if usage is not None:
         chunks.append(ModelChunk(usage=usage))
     return chunks
@@ -131,7 +134,7 @@ class ScriptedChatModel:
         """The next reply of the script, whole."""
         await checkpoint()
         message = await self._next_reply(request)
-        return ModelResponse(message, self._usage_of(request, message))
+        return ensure_complete(ModelResponse(message, self._usage_of(request, message)))
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:

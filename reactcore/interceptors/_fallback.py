@@ -9,7 +9,8 @@ import attrs
 from .._exceptions import ModelError
 from .._interceptors import ModelHandler
 from .._logging import get_logger
-from .._models.base import ChatModel, ModelRequest, ModelResponse
+from .._models.base import ChatModel, ModelRequest, ModelResponse, model_name, report_retry
+from ._retry import error_reason
 
 
 def _is_model_error(error: Exception) -> bool:
@@ -36,6 +37,9 @@ class ModelFallbackInterceptor:
             error = exc
         for index, model in enumerate(self.models):
             get_logger().warning("model_fallback", fallback=index, error=type(error).__name__)
+            await report_retry(
+                request.context, index + 1, 0.0, error_reason(error), model_name(model)
+            )
             try:
                 return await handler(attrs.evolve(request, chat_model=model))
             except Exception as exc:

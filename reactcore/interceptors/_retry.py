@@ -12,7 +12,7 @@ from .._backoff import Backoff
 from .._exceptions import ModelHTTPError, ModelStreamError, ModelTimeoutError, ToolArgumentError
 from .._interceptors import ModelHandler, ToolCallRequest, ToolCallResponse, ToolHandler
 from .._logging import get_logger
-from .._models.base import ModelRequest, ModelResponse
+from .._models.base import ModelRequest, ModelResponse, report_retry
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
 
@@ -22,6 +22,13 @@ def is_retryable_model_error(error: Exception) -> bool:
     if isinstance(error, ModelHTTPError):
         return error.status_code in _RETRY_STATUSES or error.status_code >= 500
     return isinstance(error, ModelTimeoutError | ModelStreamError | OSError)
+
+
+def error_reason(error: BaseException) -> str:
+    """``Type: message`` of a failure, one line of at most 300 characters: the ``reason``
+    of a ``ModelCallRetried``."""
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return " ".join(text.split())[:300]
 
 
 def _at_least_one(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -34,9 +41,19 @@ def _make_backoff(self: Any) -> Backoff:
     return Backoff(self.initial_delay, self.backoff_factor, self.max_delay, self.jitter)
 
 
+def _asked_wait(error: Exception) -> float | None:
+    """The wait the server asked for with ``error`` (a ``ModelHTTPError``'s ``retry_after``)."""
+    return error.retry_after if isinstance(error, ModelHTTPError) else None
+
+
 @attrs.frozen
 class ModelRetryInterceptor:
-    """Retries a failed model call: 3 attempts, 1 s then ×2 up to 30 s, with jitter."""
+    """Retries a failed model call: 3 attempts, 1 s then ×2 up to 30 s, with jitter.
+
+    When the server said how long to wait (``ModelHTTPError.retry_after``) the pause is
+    never shorter; when it asked for more than ``retry_after_cap`` seconds the error is
+    raised at once rather than sleep.
+    """
 
     max_attempts: int = attrs.field(default=3, validator=_at_least_one)
     initial_delay: float = 1.0
@@ -44,6 +61,7 @@ class ModelRetryInterceptor:
     max_delay: float = 30.0
     jitter: float = 0.25
     retry_on: Callable[[Exception], bool] = is_retryable_model_error
+    retry_after_cap: float = 60.0
     _backoff: Backoff = attrs.field(
         init=False, repr=False, eq=False, default=attrs.Factory(_make_backoff, takes_self=True)
     )
@@ -53,15 +71,19 @@ class ModelRetryInterceptor:
             try:
                 return await handler(request)
             except Exception as exc:
+                asked = _asked_wait(exc)
                 if attempt == self.max_attempts or not self.retry_on(exc):
                     raise
-                delay = self._backoff.delay(attempt)
+                if asked is not None and asked > self.retry_after_cap:
+                    raise
+                delay = max(self._backoff.delay(attempt), asked or 0.0)
                 get_logger().warning(
                     "model_call_retry",
                     attempt=attempt,
                     delay_s=round(delay, 3),
                     error=type(exc).__name__,
                 )
+                await report_retry(request.context, attempt, delay, error_reason(exc))
                 await anyio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 

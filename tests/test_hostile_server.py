@@ -1,0 +1,495 @@
+"""OpenAIChatModel against servers that answer oddly or with hostile content, over real HTTP
+(the local server of ``reactcore.testing``), on asyncio and trio."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+import structlog
+
+from reactcore import ReactAgent, RunnableConfig, SqliteSaver, tool
+from reactcore._exceptions import ModelError, ModelHTTPError, ModelStreamError
+from reactcore._messages import AssistantMessage, ToolCall, UserMessage
+from reactcore._models import openai as openai_module
+from reactcore._models.base import (
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    ToolCallDelta,
+)
+from reactcore._models.openai import OpenAIChatModel, _LineSplitter
+from reactcore._serde import clean_arguments, to_json_text
+from reactcore.testing import (
+    HangReply,
+    HTTPReply,
+    OpenAICompatibleServer,
+    ServerReply,
+    SSEReply,
+)
+from tests.test_openai_model import (
+    REQUEST,
+    ServerFor,
+    assemble,
+    model_for,
+    open_connections,
+    stream_all,
+)
+from tests.test_openai_model import server_for as server_for  # the fixture, shared
+
+
+async def stream_into(model: OpenAIChatModel, received: list[ModelChunk]) -> None:
+    """Every chunk of a streamed answer to ``REQUEST``, gathered in ``received``."""
+    await stream_all(model, REQUEST, received)
+
+
+async def streamed(server: OpenAICompatibleServer, **kwargs: Any) -> ModelResponse:
+    """The streamed answer of the server's next reply, assembled."""
+    async with model_for(server, **kwargs) as model:
+        return assemble(await stream_all(model, REQUEST))
+
+
+def calls(*deltas: ToolCallDelta) -> list[ModelChunk]:
+    """One chunk per delta, then the finish reason."""
+    return [*(ModelChunk(tool_calls=[d]) for d in deltas), ModelChunk(finish_reason="tool_calls")]
+
+
+# --- tool-call fragments ----------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "pieces", [["wea", "ther"], ["w", "eat", "her"]], ids=["two-parts", "three-parts"]
+)
+async def test_a_tool_name_sent_in_fragments_is_joined(
+    server_for: ServerFor, pieces: list[str]
+) -> None:
+    """A server that splits ``function.name`` across chunks (as it splits ``arguments``)
+    gives the call to ``weather``, not to its last fragment ``ther``."""
+    first = ToolCallDelta(0, id="call_1", name=pieces[0])
+    rest = [ToolCallDelta(0, name=p) for p in pieces[1:]]
+    server = server_for([SSEReply(calls(first, *rest, ToolCallDelta(0, arguments="{}")))])
+    response = await streamed(server)
+    assert response.message.tool_calls == (ToolCall("call_1", "weather", "{}"),)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ("call_1", None, None, None),
+        ("call_1", "call_1", "call_1", "call_1"),
+        ("call_", "1", None, None),
+    ],
+    ids=["id-once", "id-in-every-chunk", "id-in-fragments"],
+)
+async def test_an_id_sent_once_or_in_every_chunk_is_kept_once(
+    server_for: ServerFor, ids: tuple[str | None, ...]
+) -> None:
+    """An id sent in the first fragment only, or repeated in every fragment of the call,
+    comes out once (``call_1``, never ``call_1call_1``, where the SDK would double it); an
+    id sent in fragments is joined like the name."""
+    pieces = [{"name": "wea"}, {"name": "ther"}, {"arguments": '{"city": '}]
+    pieces.append({"arguments": '"Paris"}'})
+    deltas = [ToolCallDelta(0, id=i, **p) for i, p in zip(ids, pieces, strict=True)]
+    server = server_for([SSEReply(calls(*deltas))])
+    response = await streamed(server)
+    assert response.message.tool_calls == (ToolCall("call_1", "weather", '{"city": "Paris"}'),)
+
+
+@pytest.mark.anyio
+async def test_two_calls_interleaved_by_index_are_joined_apart(server_for: ServerFor) -> None:
+    """Fragments of two calls interleaved (names and arguments both split) are joined by
+    index into two whole calls, in index order."""
+    server = server_for(
+        [
+            SSEReply(
+                calls(
+                    ToolCallDelta(1, id="call_b", name="ti"),
+                    ToolCallDelta(0, id="call_a", name="wea"),
+                    ToolCallDelta(1, name="me", arguments='{"tz": '),
+                    ToolCallDelta(0, name="ther", arguments='{"city": '),
+                    ToolCallDelta(0, arguments='"Paris"}'),
+                    ToolCallDelta(1, arguments='"UTC"}'),
+                )
+            )
+        ]
+    )
+    response = await streamed(server)
+    assert response.message == AssistantMessage(
+        "",
+        [
+            ToolCall("call_a", "weather", '{"city": "Paris"}'),
+            ToolCall("call_b", "time", '{"tz": "UTC"}'),
+        ],
+    )
+
+
+# --- connections ------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("error::ResourceWarning")
+async def test_a_server_keeping_the_stream_open_after_done_costs_nothing(
+    server_for: ServerFor,
+) -> None:
+    """A server that sends ``[DONE]`` and keeps the body open: the stream ends promptly
+    at ``[DONE]`` (not after a second of reading on), the answer is whole, and the
+    connection is released (the pool holds none open; the server sees the client go)."""
+    reply = SSEReply([ModelChunk(text="hel"), ModelChunk(text="lo")], ending="done_then_hang")
+    server = server_for([reply])
+    async with httpx.AsyncClient() as client:
+        start = time.monotonic()
+        response = await streamed(server, http_client=client)
+        elapsed = time.monotonic() - start
+        assert open_connections(client) == []
+    assert response.message.text == "hello"
+    assert elapsed < 0.8
+    assert await anyio.to_thread.run_sync(reply.client_left.wait, 5)
+
+
+# --- bounded parsing --------------------------------------------------------------------
+
+DEEP = "[" * 200_000 + "]" * 200_000
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (DEEP, "the answer is past a parsing limit: nested deeper than 100 levels"),
+        ('{"choices": ' + "1" * 5000 + "}", "the answer is past a parsing limit: a number"),
+    ],
+    ids=["200k-brackets", "5000-digit-number"],
+)
+async def test_a_hostile_answer_body_is_a_model_error(
+    server_for: ServerFor, body: str, problem: str
+) -> None:
+    """A whole answer of 200,000 nested brackets, or with a 5,000-digit number, raises
+    ``ModelError`` saying which limit it hit, not ``RecursionError`` or a bare
+    ``ValueError``."""
+    server = server_for([HTTPReply(200, body)])
+    async with model_for(server) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.call(REQUEST)
+    assert str(caught.value).startswith(problem)
+
+
+@pytest.mark.anyio
+async def test_a_hostile_stream_event_is_a_stream_error(server_for: ServerFor) -> None:
+    """A streamed event of 200,000 nested brackets raises ``ModelStreamError`` (the text
+    before it was passed on), not ``RecursionError``."""
+    server = server_for([SSEReply([ModelChunk(text="a"), DEEP])])
+    received: list[ModelChunk] = []
+    async with model_for(server) as model:
+        with pytest.raises(ModelStreamError, match="a stream event is past a parsing limit"):
+            await stream_into(model, received)
+    assert received == [ModelChunk(text="a")]
+
+
+@pytest.mark.anyio
+async def test_an_answer_past_the_body_limit_is_not_parsed(
+    server_for: ServerFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the body limit set to 1,000 bytes, a 5,000-byte answer raises ``ModelError``
+    ("longer than 1000 bytes") without being parsed; a shorter one is read as usual."""
+    monkeypatch.setattr(openai_module, "MAX_BODY_BYTES", 1000)
+    server = server_for([HTTPReply.completion("x" * 5000), HTTPReply.completion("short")])
+    async with model_for(server) as model:
+        with pytest.raises(ModelError, match="the answer is longer than 1000 bytes: not parsed"):
+            await model.call(REQUEST)
+        assert (await model.call(REQUEST)).message.text == "short"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("shape", ["one-line", "many-lines"])
+async def test_a_stream_event_past_the_event_limit_is_not_parsed(
+    server_for: ServerFor, monkeypatch: pytest.MonkeyPatch, shape: str
+) -> None:
+    """With the event limit set to 1,000 characters, an event of 5,000 (on one ``data:``
+    line, or on many) raises ``ModelStreamError`` saying so; smaller events pass."""
+    monkeypatch.setattr(openai_module, "MAX_EVENT_CHARS", 1000)
+    big = "x" * 5000 if shape == "one-line" else "\ndata: ".join(["x" * 100] * 50)
+    body = f'data: {{"choices": []}}\n\ndata: {big}\n\ndata: [DONE]\n\n'
+    server = server_for([HTTPReply(200, body, content_type="text/event-stream")])
+    async with model_for(server) as model:
+        with pytest.raises(ModelStreamError, match="longer than 1000 characters"):
+            await stream_into(model, [])
+
+
+@pytest.mark.parametrize(
+    ("pieces", "lines"),
+    [
+        (["a\nb", "\n"], ["a", "b"]),
+        (["a\r", "\nb\r\n"], ["a", "b"]),
+        (["a\r", "b\r", "\r\n"], ["a", "b", ""]),
+        (["da", "ta: x", "\n\n"], ["data: x", ""]),
+        (["a\u2028b\n"], ["a\u2028b"]),
+        (["tail"], ["tail"]),
+    ],
+)
+def test_stream_lines_end_at_crlf_lf_or_cr_across_pieces(
+    pieces: list[str], lines: list[str]
+) -> None:
+    """SSE lines end at CRLF, LF or CR, also when the CR and the LF come in different
+    pieces of text (one line end, not two); U+2028 inside JSON text ends no line; an
+    unfinished last line counts at the end."""
+    splitter = _LineSplitter()
+    for piece in pieces:
+        splitter.feed(piece)
+    splitter.end()
+    assert splitter.lines == lines
+
+
+# --- the API key never leaks ------------------------------------------------------------
+
+SECRET = "sk-pr/oj+ab=cd/ef=="
+"""A key with the characters JSON, URLs and base64 treat specially."""
+
+
+def key_places(error: BaseException, key: str = SECRET) -> list[str]:
+    """Where ``key`` shows in ``error``: its text and repr, every exception chained to it
+    (``__cause__``, ``__context__``), and their attributes (an httpx request's headers, a
+    ``JSONDecodeError``'s ``doc`` …), walked all the way down."""
+    found: list[str] = []
+    seen: set[int] = set()
+    stack: list[tuple[str, Any]] = [("error", error)]
+    while stack:
+        path, value = stack.pop()
+        if value is None or id(value) in seen:
+            continue
+        seen.add(id(value))
+        children: list[tuple[str, Any]] = []
+        if isinstance(value, BaseException):
+            texts = [str(value), repr(value)]
+            children = [("__cause__", value.__cause__), ("__context__", value.__context__)]
+            children += [(f"args[{i}]", a) for i, a in enumerate(value.args)]
+            children += list(vars(value).items())
+        elif isinstance(value, httpx.Request | httpx.Response):
+            texts = [repr(value), *(f"{k!r}: {v!r}" for k, v in value.headers.raw)]
+            if isinstance(value, httpx.Request):
+                texts.append(str(value.url))
+        elif isinstance(value, str | bytes):
+            texts = [value.decode("latin-1") if isinstance(value, bytes) else value]
+        elif isinstance(value, dict):
+            texts, children = [], [(repr(k), v) for k, v in value.items()]
+        elif isinstance(value, list | tuple):
+            texts, children = [], [(f"[{i}]", v) for i, v in enumerate(value)]
+        else:
+            texts = [repr(value)]
+        if any(key in text for text in texts):
+            found.append(path)
+        stack += [(f"{path}.{name}", child) for name, child in children]
+    return found
+
+
+def refused_url() -> str:
+    """The base URL of a port nobody listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+ESCAPED_401 = json.dumps({"error": {"message": f"Incorrect API key provided: {SECRET}."}})
+LEAKY: dict[str, tuple[str, list[ServerReply]]] = {
+    "sse-error-event": (
+        "stream",
+        [SSEReply([ModelChunk(text="a"), {"error": {"message": f"bad key {SECRET}"}}])],
+    ),
+    "401-body-escaping-slashes": (
+        "call",
+        [HTTPReply(401, ESCAPED_401.replace("/", "\\/"))],
+    ),
+    "x-request-id-with-the-key": (
+        "call",
+        [
+            HTTPReply.error(429, "slow down", headers={"x-request-id": SECRET, "retry-after": "0"}),
+            HTTPReply.error(401, "no", headers={"x-request-id": f"req-{SECRET}"}),
+        ],
+    ),
+    "answer-not-json": ("call", [HTTPReply(200, f"oops {SECRET}")]),
+    "answer-of-the-wrong-shape": (
+        "call",
+        [HTTPReply.from_json({"choices": [{"message": {"role": SECRET}}]})],
+    ),
+    "stream-event-not-json": ("stream", [SSEReply([f"not json {SECRET}"])]),
+    "stream-cut": ("stream", [SSEReply([ModelChunk(text="a")], ending="cut")]),
+    "timeout": ("call", [HangReply(), HangReply()]),
+    "connection-refused": ("call", []),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", list(LEAKY))
+async def test_the_api_key_is_nowhere_in_errors_or_logs(
+    server_for: ServerFor, caplog: pytest.LogCaptureFixture, case: str
+) -> None:
+    """A key with ``/``, ``+`` and ``=`` is sent, and yet appears nowhere in the error the
+    caller gets — not in its text or repr, the server's message (also when JSON spells the
+    key ``\\/``), the request id, a chained httpx error's request headers, a JSON error's
+    document — nor in the library's logs (the ``reactcore`` logger at DEBUG, structlog),
+    whatever the server did. (httpcore's own DEBUG log prints the response headers the
+    server sent; that is outside the library.)"""
+    how, replies = LEAKY[case]
+    server = server_for(replies)
+    base_url = refused_url() if case == "connection-refused" else server.base_url
+    model = OpenAIChatModel(
+        "m", base_url=base_url, api_key=SECRET, max_retries=1, retry_backoff=0.01, timeout=0.3
+    )
+    caplog.set_level(logging.DEBUG)
+    with structlog.testing.capture_logs() as logs, pytest.raises(ModelError) as caught:
+        async with model:
+            await (model.call(REQUEST) if how == "call" else stream_into(model, []))
+    if case != "connection-refused":
+        assert server.request_headers[0]["authorization"] == f"Bearer {SECRET}"
+    assert key_places(caught.value) == []
+    assert SECRET not in repr(logs)
+    assert [r for r in caplog.records if r.name == "reactcore" and SECRET in r.getMessage()] == []
+    if case == "x-request-id-with-the-key":
+        assert [e["request_id"] for e in logs if e["event"] == "model_request_retry"] == [
+            "[api key]"
+        ]
+        assert isinstance(caught.value, ModelHTTPError)
+        assert caught.value.request_id == "req-[api key]"
+    if case == "401-body-escaping-slashes":
+        assert "Incorrect API key provided: [api key]." in str(caught.value)
+
+
+def test_the_key_finder_finds_what_it_must() -> None:
+    """The walk above is no empty check: it finds the key in a chained request's headers,
+    in a ``JSONDecodeError``'s document, and in an attribute."""
+    request = httpx.Request("POST", "http://x/v1", headers={"Authorization": f"Bearer {SECRET}"})
+    transport = httpx.ConnectError("refused", request=request)
+    decoding = json.JSONDecodeError("bad", f"x {SECRET}", 0)
+    error = ModelHTTPError("HTTP 401", status_code=401, body=SECRET)
+    error.__cause__ = transport
+    error.__context__ = decoding
+    assert sorted(key_places(error)) == [
+        "error.__cause__._request",
+        "error.__context__.doc",
+        "error.body",
+    ]
+
+
+# --- invalid Unicode ---------------------------------------------------------------------
+
+LONE = "\ud800"
+"""A lone surrogate: a str may hold it, UTF-8 cannot encode it."""
+
+
+@tool
+async def echo(x: str) -> str:
+    """Say ``x`` back."""
+    return f"echo: {x}"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("where", ["escaped-in-arguments", "raw-in-the-event"])
+async def test_a_lone_surrogate_from_the_model_leaves_the_thread_usable(
+    server_for: ServerFor, tmp_path: Path, where: str
+) -> None:
+    """The model sends text and tool-call arguments holding a lone surrogate (as the
+    JSON escape ``\\ud800`` inside the arguments, or raw once the event is decoded) and
+    the tool echoes its argument: the surrogate becomes U+FFFD where it enters, so the
+    next request carries ``echo: \\ufffd`` to the model and succeeds, and the thread
+    goes on from its SQLite checkpoint with a new turn."""
+    arguments = '{"x": "\\ud800"}' if where == "escaped-in-arguments" else f'{{"x": "{LONE}"}}'
+    asking = AssistantMessage(f"look {LONE}", [ToolCall("c1", "echo", arguments)])
+    server = server_for([SSEReply.of(asking), SSEReply.of("done"), SSEReply.of("again")])
+    config = RunnableConfig(thread_id="t")
+    async with model_for(server) as model, SqliteSaver(tmp_path / "cp.db") as saver:
+        agent = ReactAgent("a", model, tools=[echo], saver=saver)
+        assert (await agent.invoke("go", config)).text == "done"
+        later = ReactAgent("a", model, tools=[echo], saver=saver)
+        assert (await later.invoke("and now?", config)).text == "again"
+    second, third = server.requests[1], server.requests[2]
+    assert second["messages"][1]["content"] == "look \ufffd"
+    assert json.loads(second["messages"][1]["tool_calls"][0]["function"]["arguments"]) == {
+        "x": "\ufffd"
+    }
+    assert second["messages"][2] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "echo: \ufffd",
+    }
+    assert third["messages"][:3] == second["messages"][:3]
+
+
+@pytest.mark.anyio
+async def test_a_lone_surrogate_in_user_input_does_not_break_the_request(
+    server_for: ServerFor,
+) -> None:
+    """A caller's message holding a lone surrogate is sent with U+FFFD in its place,
+    not refused with ``UnicodeEncodeError`` by the HTTP client."""
+    server = server_for([HTTPReply.completion("ok")])
+    async with model_for(server) as model:
+        response = await model.call(ModelRequest([UserMessage(f"hi {LONE}")]))
+    assert response.message.text == "ok"
+    assert server.requests[0]["messages"] == [{"role": "user", "content": "hi \ufffd"}]
+
+
+def test_tool_results_and_arguments_are_cleaned_of_invalid_unicode() -> None:
+    """Every tool result passes through ``to_json_text``: a lone surrogate in a string or
+    inside a structure comes out as U+FFFD; a surrogate pair held as two code points comes
+    out as its character; arguments escaping a valid pair, or a backslash, are kept as
+    sent."""
+    assert to_json_text(f"a{LONE}b") == "a\ufffdb"
+    assert to_json_text({"k": [LONE]}) == '{"k": ["\ufffd"]}'
+    assert to_json_text("\ud83d\ude00") == "\U0001f600"
+    assert clean_arguments('{"x": "\\ud800"}') == '{"x": "\ufffd"}'
+    assert clean_arguments('{"x": "\\ud83d\\ude00"}') == '{"x": "\\ud83d\\ude00"}'
+    assert clean_arguments('{"x": "\\\\ud800"}') == '{"x": "\\\\ud800"}'
+
+
+SPLIT_NAMES = calls(  # index 0 first: the SDK's accumulator needs it
+    ToolCallDelta(0, id="call_a", name="w"),
+    ToolCallDelta(1, id="call_b", name="ti"),
+    ToolCallDelta(0, name="eat"),
+    ToolCallDelta(1, name="me", arguments='{"tz": '),
+    ToolCallDelta(0, name="her", arguments='{"city": '),
+    ToolCallDelta(0, arguments='"Paris"}'),
+    ToolCallDelta(1, arguments='"UTC"}'),
+)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_split_names_are_joined_as_the_official_sdk_joins_them(
+    server_for: ServerFor,
+) -> None:
+    """The official ``openai`` SDK's stream accumulator (asyncio only, hence this test
+    runs on asyncio only) and ``ChunkAssembler`` make the same calls of a stream whose
+    names come in fragments, two calls interleaved by index."""
+    from openai import AsyncOpenAI
+
+    server = server_for([SSEReply(SPLIT_NAMES), SSEReply(SPLIT_NAMES)])
+    client = AsyncOpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    async with (
+        client,
+        client.chat.completions.stream(
+            model="test-model", messages=[{"role": "user", "content": "hi"}]
+        ) as stream,
+    ):
+        final = await stream.get_final_completion()
+    sdk = [
+        (c.id, c.function.name, c.function.arguments)
+        for c in final.choices[0].message.tool_calls or []
+        if c.type == "function"
+    ]
+    ours = [(c.id, c.name, c.arguments) for c in (await streamed(server)).message.tool_calls]
+    assert (
+        ours
+        == sdk
+        == [
+            ("call_a", "weather", '{"city": "Paris"}'),
+            ("call_b", "time", '{"tz": "UTC"}'),
+        ]
+    )
