@@ -36,6 +36,7 @@ from ._serde import converter, describe_error
 from ._state import MESSAGES, KeyStrategy, OverAllState
 from ._tool_node import AgentToolNode, ToolResolver
 from ._tools import Tool
+from ._toolset import Toolset, chain_resolvers
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
@@ -110,7 +111,7 @@ class ReactAgent:
 
     name: str = attrs.field(validator=_non_empty)
     model: ChatModel
-    tools: Sequence[Tool | Callable[..., Any]] = attrs.field(default=(), kw_only=True)
+    tools: Sequence[Tool | Callable[..., Any] | Toolset] = attrs.field(default=(), kw_only=True)
     system_prompt: str | None = attrs.field(default=None, kw_only=True)
     instruction: str | None = attrs.field(default=None, kw_only=True)
     hooks: Sequence[Hook] = attrs.field(default=(), kw_only=True)
@@ -150,7 +151,14 @@ class ReactAgent:
         hook_interceptors = [i for h in self._hooks for i in getattr(h, "interceptors", ())]
         interceptors = [*hook_interceptors, *self.interceptors]
         model_chain, tool_chain = _split_interceptors(interceptors)
-        tools = _gather_tools(self._hooks, interceptors, self.tools)
+        # Toolsets add their tools to each model request (outermost, so tool selection
+        # sees them) and resolve them by name; they are not made into tools here.
+        toolsets = [t for t in self.tools if isinstance(t, Toolset)]
+        model_chain = [*toolsets, *model_chain]
+        own_resolver = [self.tool_resolver] if self.tool_resolver is not None else []
+        resolver = chain_resolvers([*own_resolver, *(t.resolve for t in toolsets)])
+        plain = [t for t in self.tools if not isinstance(t, Toolset)]
+        tools = _gather_tools(self._hooks, interceptors, plain)
         self._strategies = {}
         for hook in self._hooks:
             self._strategies.update(getattr(hook, "key_strategies", {}))
@@ -172,7 +180,7 @@ class ReactAgent:
         self._tool_node = None
         # No tools, no tool node (as in the seed) — unless tools can come later: from the
         # resolver, or as dynamic tools a model interceptor adds.
-        if tools or self.tool_resolver is not None or model_chain:
+        if tools or resolver is not None or model_chain:
             self._tool_node = AgentToolNode(
                 tools,
                 agent_name=self.name,
@@ -181,7 +189,7 @@ class ReactAgent:
                 tool_execution_timeout=self.tool_execution_timeout,
                 wrap_sync_tools_as_async=self.wrap_sync_tools_as_async,
                 tool_interceptors=tool_chain,
-                tool_resolver=self.tool_resolver,
+                tool_resolver=resolver,
                 tool_context=self.tool_context,
                 exception_processor=self.exception_processor or DefaultToolExceptionProcessor(),
                 enable_acting_log=self.enable_logging,

@@ -13,6 +13,7 @@
      ├── CallLimitExceeded         a limit hook with ``exit_behavior="error"`` tripped
      ├── RunCancelled              the caller cancelled the run (``run.cancel()``)
      ├── OutputParseError          the final answer does not parse as ``output_type``
+     ├── MCPError                  an MCP server cannot be reached, or failed (``reactcore.mcp``)
      └── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
@@ -126,3 +127,16 @@ class RunCancelled(ReactcoreError):
 class ScriptExhaustedError(ReactcoreError, RuntimeError):
     """Raised by ``ScriptedChatModel`` (a test model) when it gets a request after its last
     reply."""
+
+
+class MCPError(ReactcoreError):
+    """Raised by ``reactcore.mcp.MCPToolset`` when its MCP server cannot be reached, closed
+    the connection, or answered a request with a protocol error; ``server`` names it.
+
+    During a tool call the node turns it into an error response for the model (naming the
+    server); out of ``async with toolset`` or a reconnection it reaches the caller.
+    """
+
+    def __init__(self, message: str, *, server: str) -> None:
+        super().__init__(message)
+        self.server = server

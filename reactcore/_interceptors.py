@@ -44,11 +44,16 @@ class ToolCallRequest:
 
 @attrs.frozen
 class ToolCallResponse:
-    """What a call produced: the text for the model, and the state updates it made."""
+    """What a call produced: the text for the model, and the state updates it made.
+
+    ``data`` is what the tool gave beyond the text, kept for callers (never sent to the
+    model): an MCP tool's whole result, for instance.
+    """
 
     text: str
     is_error: bool = False
     update: Mapping[str, Any] = attrs.field(default=_NO_UPDATE, eq=False, repr=False)
+    data: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 ToolHandler = Callable[[ToolCallRequest], Awaitable[ToolCallResponse]]

@@ -50,12 +50,17 @@ class AssistantMessage:
 
 @attrs.frozen
 class ToolResponse:
-    """The answer to one ``ToolCall``; ``is_error`` marks errors shown to the model."""
+    """The answer to one ``ToolCall``; ``is_error`` marks errors shown to the model.
+
+    ``data`` (JSON values, or ``None``) is what the tool gave beyond the text, for callers:
+    the model sees ``response_data`` only.
+    """
 
     id: str
     name: str
     response_data: str
     is_error: bool = False
+    data: Any = attrs.field(default=None, eq=False)
 
 
 def _to_responses(value: Any) -> tuple[ToolResponse, ...]:

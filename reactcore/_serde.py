@@ -18,7 +18,7 @@ import attrs
 import cattrs
 import cattrs.cols
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
-from cattrs.gen import make_dict_structure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ._messages import (
     AssistantMessage,
@@ -142,6 +142,12 @@ converter.register_structure_hook_func(_is_literal, _strict_literal)
 converter.register_structure_hook_func(_is_enum, _strict_enum)
 converter.register_structure_hook_factory(_is_array, _strict_array)
 converter.register_structure_hook_factory(_is_object, _strict_object)
+# A tool response's ``data`` is written only when there is some: the stored layout of
+# every other response stays what it was.
+converter.register_unstructure_hook(
+    ToolResponse,
+    make_dict_unstructure_fn(ToolResponse, converter, data=override(omit_if_default=True)),
+)
 
 
 def _format_one(exc: BaseException, type_: Any) -> str:

@@ -315,7 +315,7 @@ class AgentToolNode:
         call: ToolCall = job.key.call
         if job.status is Status.DONE:
             result: ToolCallResponse = job.result
-            return ToolResponse(call.id, call.name, result.text, result.is_error)
+            return ToolResponse(call.id, call.name, result.text, result.is_error, data=result.data)
         if job.status is Status.TIMED_OUT:
             text = f"Error: Tool execution timed out after {job.timeout:g}s (tool '{call.name}')"
         else:
@@ -383,6 +383,9 @@ class AgentToolNode:
             )
         else:
             result = tool.func(**kwargs)
+        if isinstance(result, ToolCallResponse):
+            # A tool that says itself what the model sees (an error, data kept aside).
+            return result if context is None else attrs.evolve(result, update=context.update)
         if context is None:
             return ToolCallResponse(to_json_text(result))
         return ToolCallResponse(to_json_text(result), update=context.update)
