@@ -1,7 +1,8 @@
 """A real MCP server for the tests (the SDK's ``MCPServer``), over stdio or streamable HTTP.
 
 ``python tools_server.py stdio LOG`` serves on stdin/stdout; ``python tools_server.py http
-LOG`` serves streamable HTTP on 127.0.0.1 at a free port and prints ``PORT <n>`` first.
+LOG`` serves streamable HTTP (``sse``: the legacy SSE transport) on 127.0.0.1 at a free
+port and prints ``PORT <n>`` first.
 Every event the tests check is appended to LOG as one JSON line: the tool handlers'
 starts, ends and cancellations (with the request id), and each ``notifications/cancelled``
 the server received (seen by a middleware, before the SDK applies it).
@@ -37,7 +38,7 @@ async def observe_cancellations(ctx: Any, call_next: Any) -> Any:
     return await call_next(ctx)
 
 
-server = MCPServer("test-tools", middleware=[observe_cancellations])
+server = MCPServer("test-tools", log_level="WARNING", middleware=[observe_cancellations])
 
 
 @server.tool()
@@ -64,7 +65,7 @@ def fail(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-@server.tool()
+@server.tool(structured_output=False)
 def picture() -> list[Any]:
     """A caption and a tiny PNG."""
     return [
@@ -121,18 +122,21 @@ def pid() -> int:
     return os.getpid()
 
 
-async def serve_http() -> None:
+async def serve_http(kind: str) -> None:
+    """Serve ``kind`` ("http": streamable HTTP at /mcp, "sse": legacy SSE at /sse)."""
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(64)  # connections made before uvicorn accepts wait in the backlog
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    app = server.streamable_http_app() if kind == "http" else server.sse_app()
+    config = uvicorn.Config(app, log_level="warning")
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "http":
-        anyio.run(serve_http)
+    if sys.argv[1] in ("http", "sse"):
+        anyio.run(serve_http, sys.argv[1])
     else:
         server.run("stdio")
