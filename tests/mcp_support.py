@@ -57,6 +57,6 @@ async def logged(log: Path, count: int = 1, **match: Any) -> dict[str, Any]:
     The server is another process and only writes a file, so this polls (briefly).
     """
     with anyio.fail_after(15):
-        while len(found := records(log, **match)) < count:
+        while len(found := records(log, **match)) < count:  # noqa: ASYNC110
             await anyio.sleep(0.02)
     return found[count - 1]

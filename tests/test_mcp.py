@@ -58,9 +58,7 @@ def server_log(transport: str, tmp_path: Path, http_url: tuple[str, Path]) -> Pa
 
 
 @pytest.fixture
-def make_toolset(
-    transport: str, server_log: Path, http_url: tuple[str, Path]
-) -> ToolsetFactory:
+def make_toolset(transport: str, server_log: Path, http_url: tuple[str, Path]) -> ToolsetFactory:
     """Make a toolset for the test's transport (options passed on)."""
 
     def make(**options: Any) -> MCPToolset:
@@ -279,9 +277,7 @@ async def test_agent_run_with_mcp_and_local_tools_in_one_parallel_batch(
         ]
     )
     async with make_toolset(prefix="mcp_", allow={"echo", "add"}) as toolset:
-        agent = ReactAgent(
-            "mixed", model, tools=[toolset, shout], parallel_tool_execution=True
-        )
+        agent = ReactAgent("mixed", model, tools=[toolset, shout], parallel_tool_execution=True)
         result = await agent.invoke("go")
     seen = [s.name for s in model.requests[0].visible_tool_specs()]
     assert seen == ["shout", "mcp_echo", "mcp_add"]
@@ -356,8 +352,7 @@ async def test_cannot_reconnect_raises_mcp_error(tmp_path: Path) -> None:
             await agent.invoke("go")
     assert killed[0].response_data.startswith("Error: MCPError: MCP server 'test-tools' closed")
     assert answer.response_data == (
-        "Error: MCPError: cannot connect to MCP server 'test-tools': Connection closed "
-        "(tool 'pid')"
+        "Error: MCPError: cannot connect to MCP server 'test-tools': Connection closed (tool 'pid')"
     )
 
 

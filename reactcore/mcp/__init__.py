@@ -7,6 +7,7 @@ imports the SDK.
 from __future__ import annotations
 
 from .._exceptions import MCPError as MCPError
+from ._serve import serve as serve
 from ._toolset import MCPToolset as MCPToolset
 from ._transports import SSE as SSE
 from ._transports import Stdio as Stdio
@@ -18,4 +19,5 @@ __all__ = [
     "MCPToolset",
     "Stdio",
     "StreamableHTTP",
+    "serve",
 ]
