@@ -228,6 +228,14 @@ class MCPToolset:
         return self.name or self._server or self.transport.label
 
     @property
+    def session(self) -> ClientSession:
+        """The SDK's session of the live connection, for what the toolset leaves to it
+        (resources, prompts); ``RuntimeError`` when there is none."""
+        if self._conn is None or self._conn.down.is_set():
+            raise RuntimeError(f"MCPToolset {self.server_name} has no live connection")
+        return self._conn.session
+
+    @property
     def listings(self) -> int:
         """How many times the tools were listed (once per connection, once per change)."""
         return self._listings
