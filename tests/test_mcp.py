@@ -317,6 +317,35 @@ async def test_server_killed_mid_call(tmp_path: Path) -> None:
     assert result.text == "recovered"
 
 
+async def test_http_server_gone_mid_call(tmp_path: Path) -> None:
+    """The HTTP server killed during a call: that call answers the model with an error
+    naming the server; the next call tries to connect again and answers that it cannot."""
+    log = tmp_path / "server.jsonl"
+    mark = tag()
+    answers: list[ToolResponse] = []
+    with http_server("http", log) as url:
+        async with MCPToolset.streamable_http(url) as toolset:
+            node = AgentToolNode(tool_resolver=toolset.resolve)
+
+            async def blocked() -> None:
+                answers.extend(await run_calls(node, call("1", "block", tag=mark)))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(blocked)
+                started = await logged(log, event="started", tag=mark)
+                os.kill(started["pid"], signal.SIGKILL)
+            answers.extend(await run_calls(node, call("2", "echo", text="anyone?")))
+    killed, retried = answers
+    assert killed.response_data == (
+        "Error: MCPError: MCP server 'test-tools' closed the connection during the call "
+        "(tool 'block')"
+    )
+    assert retried.response_data.startswith(
+        "Error: MCPError: cannot connect to MCP server 'test-tools': "
+    )
+    assert retried.response_data.endswith(" (tool 'echo')")
+
+
 async def test_cannot_connect_raises_mcp_error(tmp_path: Path) -> None:
     """A server that exits at once: ``async with`` raises ``MCPError`` naming it."""
     toolset = MCPToolset.stdio(sys.executable, ["-c", "pass"], name="broken")

@@ -49,6 +49,13 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("reactcore.mcp")
 _MAX_PAGES = 100
+# Failures of the connection itself (not of the call): the session is given up.
+_TRANSPORT_ERRORS = (
+    httpx2.TransportError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    OSError,
+)
 
 
 def _names(value: Collection[str] | None) -> frozenset[str] | None:
@@ -384,9 +391,14 @@ class MCPToolset:
             result = await conn.session.call_tool(remote, arguments)
         except SDKError as exc:
             if exc.error.code == mt.CONNECTION_CLOSED:
+                conn.down.set()  # the next call or model turn connects again
                 message = f"MCP server '{conn.server}' closed the connection during the call"
             else:
                 message = f"MCP server '{conn.server}' answered with an error: {_reason(exc)}"
+            raise MCPError(message, server=conn.server) from exc
+        except _TRANSPORT_ERRORS as exc:
+            conn.down.set()
+            message = f"MCP server '{conn.server}' could not be reached: {_reason(exc)}"
             raise MCPError(message, server=conn.server) from exc
         except Exception as exc:
             message = f"MCP server '{conn.server}' failed during the call: {_reason(exc)}"
