@@ -36,6 +36,9 @@ from reactcore.testing import ScriptedChatModel
 pytestmark = pytest.mark.anyio
 
 ToolsetFactory = Callable[..., MCPToolset]
+# For what does not depend on the transport (mapping names, results, arguments): the
+# shared HTTP server answers at once, where each stdio test starts a process.
+HTTP_ONLY = pytest.mark.parametrize("transport", ["http"])
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +102,9 @@ async def test_lists_the_servers_tools_and_calls_them(make_toolset: ToolsetFacto
         assert add.description == "Add two integers; the sum comes as structured content."
         assert add.parameters["required"] == ["a", "b"]
         assert add.parameters["properties"]["a"] == {"title": "A", "type": "integer"}
-        assert add.limiter is toolset.limiter
+        # One limiter for the server's tools: max_concurrency (8) calls at once.
+        assert {id(t.limiter) for t in toolset.tools} == {id(add.limiter)}
+        assert add.limiter is not None and add.limiter.total_tokens == 8
         node = AgentToolNode(tool_resolver=toolset.resolve)
         echo, added = await run_calls(
             node, call("1", "echo", text="héllo"), call("2", "add", a=2, b=3)
@@ -110,6 +115,7 @@ async def test_lists_the_servers_tools_and_calls_them(make_toolset: ToolsetFacto
     assert added.data["structuredContent"] == {"sum": 5}
 
 
+@HTTP_ONLY
 async def test_prefix_and_filter(make_toolset: ToolsetFactory) -> None:
     """``prefix`` goes before every name; ``allow`` and ``deny`` pick by the server's name."""
     async with make_toolset(prefix="srv_", allow={"echo", "add", "pid"}, deny={"add"}) as ts:
@@ -121,6 +127,7 @@ async def test_prefix_and_filter(make_toolset: ToolsetFactory) -> None:
     assert answer.response_data == "hi"
 
 
+@HTTP_ONLY
 async def test_results_for_the_model(transport: str, make_toolset: ToolsetFactory) -> None:
     """Images are described to the model and kept whole in ``data``; ``isError: true`` is an
     error response; text comes as the server wrote it."""
@@ -143,6 +150,7 @@ async def test_results_for_the_model(transport: str, make_toolset: ToolsetFactor
     assert looked.response_data == "books:3:a,b"
 
 
+@HTTP_ONLY
 async def test_arguments_checked_against_the_schema_before_the_call(
     make_toolset: ToolsetFactory, server_log: Path
 ) -> None:
@@ -201,10 +209,11 @@ async def test_relists_when_the_server_says_the_list_changed(make_toolset: Tools
 
 
 async def test_parallel_calls_under_the_toolsets_limit(make_toolset: ToolsetFactory) -> None:
-    """With ``max_concurrency=2`` at most two calls of the server run at once, though the
-    node allows five: the server measured the peak."""
+    """With the toolset's limiter at 2, at most two calls of the server run at once, though
+    the node allows five: the server measured the peak."""
     mark = tag()
-    async with make_toolset(max_concurrency=2) as toolset:
+    limiter = anyio.CapacityLimiter(2)  # shared: given instead of max_concurrency
+    async with make_toolset(limiter=limiter) as toolset:
         node = AgentToolNode(
             tool_resolver=toolset.resolve, parallel_tool_execution=True, max_parallel_tools=5
         )

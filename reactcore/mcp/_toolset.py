@@ -148,6 +148,7 @@ class MCPToolset:
     _listings: int = attrs.field(default=0, init=False)
     _listed: anyio.Event | None = attrs.field(default=None, init=False)
     _server: str | None = attrs.field(default=None, init=False)
+    _limiter: anyio.CapacityLimiter | None = attrs.field(default=None, init=False)
 
     @classmethod
     def stdio(
@@ -197,8 +198,8 @@ class MCPToolset:
         self._group = group
         self._lock = anyio.Lock()
         self._listed = anyio.Event()
-        if self.limiter is None:
-            self.limiter = anyio.CapacityLimiter(self.max_concurrency)
+        # Made here, not at construction: a limiter belongs to one event loop.
+        self._limiter = self.limiter or anyio.CapacityLimiter(self.max_concurrency)
         try:
             await self._connect()
         except BaseException:
@@ -215,11 +216,11 @@ class MCPToolset:
         tb: TracebackType | None,
     ) -> bool | None:
         group, self._group = self._group, None
+        assert group is not None, "the toolset is not open"
         if self._conn is not None:
             self._conn.down.set()
         self._conn = None
         self._tools = {}
-        assert group is not None
         return await group.__aexit__(exc_type, exc, tb)
 
     # --- what the agent uses -------------------------------------------------------------
@@ -250,7 +251,8 @@ class MCPToolset:
     async def wait_for_listing(self, count: int) -> None:
         """Wait until the tools were listed ``count`` times in all (see ``listings``)."""
         while self._listings < count:
-            assert self._listed is not None, "the toolset is not open"
+            if self._listed is None:
+                raise RuntimeError(f"MCPToolset {self.server_name} is not open")
             await self._listed.wait()
 
     def resolve(self, name: str) -> Tool | None:
@@ -381,7 +383,7 @@ class MCPToolset:
             call,
             check=schema_check(spec.input_schema, name),
             timeout=self.timeout,
-            limiter=self.limiter,
+            limiter=self._limiter,
         )
 
     async def _call(self, remote: str, arguments: dict[str, Any]) -> ToolCallResponse:
