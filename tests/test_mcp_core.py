@@ -184,3 +184,13 @@ def test_import_reactcore_does_not_import_mcp() -> None:
     code = "import sys, reactcore; print('mcp' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_mcp_modules_exports() -> None:
+    """``reactcore.mcp.__all__`` is sorted, importable, and its ``MCPError`` is reactcore's."""
+    import reactcore
+    import reactcore.mcp
+
+    assert reactcore.mcp.__all__ == sorted(reactcore.mcp.__all__)
+    assert all(hasattr(reactcore.mcp, name) for name in reactcore.mcp.__all__)
+    assert reactcore.mcp.MCPError is reactcore.MCPError

@@ -14,9 +14,9 @@ from ._transports import Stdio as Stdio
 from ._transports import StreamableHTTP as StreamableHTTP
 
 __all__ = [
-    "SSE",
     "MCPError",
     "MCPToolset",
+    "SSE",
     "Stdio",
     "StreamableHTTP",
     "serve",
