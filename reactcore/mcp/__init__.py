@@ -9,15 +9,17 @@ from __future__ import annotations
 from .._exceptions import MCPError as MCPError
 from ._serve import serve as serve
 from ._toolset import MCPToolset as MCPToolset
-from ._transports import SSE as SSE
-from ._transports import Stdio as Stdio
-from ._transports import StreamableHTTP as StreamableHTTP
+from ._transports import SSETransport as SSETransport
+from ._transports import StdioTransport as StdioTransport
+from ._transports import StreamableHTTPTransport as StreamableHTTPTransport
+from ._transports import Transport as Transport
 
 __all__ = [
     "MCPError",
     "MCPToolset",
-    "SSE",
-    "Stdio",
-    "StreamableHTTP",
+    "SSETransport",
+    "StdioTransport",
+    "StreamableHTTPTransport",
+    "Transport",
     "serve",
 ]

@@ -41,7 +41,7 @@ from .._exceptions import MCPError
 from .._interceptors import ToolCallResponse
 from .._tools import Tool
 from ._results import schema_check, to_response
-from ._transports import SSE, Stdio, StreamableHTTP, Transport
+from ._transports import SSETransport, StdioTransport, StreamableHTTPTransport, Transport
 
 if TYPE_CHECKING:
     from .._interceptors import ModelHandler
@@ -164,7 +164,7 @@ class MCPToolset:
 
         ``env`` is added to the few variables the SDK passes on (``HOME``, ``PATH``, …).
         """
-        return cls(Stdio(command, args, env, cwd), **options)
+        return cls(StdioTransport(command, args, env, cwd), **options)
 
     @classmethod
     def streamable_http(
@@ -179,14 +179,14 @@ class MCPToolset:
         (the SDK's), used as given and left open; else one with ``headers`` is made."""
         if headers is not None and http_client is not None:
             raise ValueError("give headers or http_client (with its headers), not both")
-        return cls(StreamableHTTP(url, headers, http_client), **options)
+        return cls(StreamableHTTPTransport(url, headers, http_client), **options)
 
     @classmethod
     def sse(
         cls, url: str, *, headers: Mapping[str, str] | None = None, **options: Any
     ) -> MCPToolset:
         """A legacy server at ``url`` over the HTTP+SSE transport."""
-        return cls(SSE(url, headers), **options)
+        return cls(SSETransport(url, headers), **options)
 
     # --- the async context ---------------------------------------------------------------
 

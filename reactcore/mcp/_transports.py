@@ -40,7 +40,7 @@ def _text_map(value: Mapping[str, str] | None) -> dict[str, str] | None:
 
 
 @attrs.frozen
-class Stdio:
+class StdioTransport:
     """A server run as a subprocess, spoken to on its stdin and stdout.
 
     ``env`` is added to the few variables the SDK passes on (``HOME``, ``PATH``, …), not to
@@ -70,7 +70,7 @@ class Stdio:
 
 
 @attrs.frozen
-class StreamableHTTP:
+class StreamableHTTPTransport:
     """A server at ``url`` over streamable HTTP.
 
     ``http_client`` (an ``httpx2.AsyncClient``, the SDK's HTTP client) is used as given and
@@ -97,7 +97,7 @@ class StreamableHTTP:
 
 
 @attrs.frozen
-class SSE:
+class SSETransport:
     """A legacy server at ``url`` speaking the HTTP+SSE transport (one GET stream, POSTs)."""
 
     url: str
