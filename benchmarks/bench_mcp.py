@@ -11,9 +11,10 @@ calls of ``echo`` in one batch:
 - ``node-seq`` / ``node-par``: the MCP tool through ``AgentToolNode``, sequential, and
   parallel with ``max_parallel_tools=8`` (the toolset's own limit is 8 too).
 
-Columns: median wall time of a batch over the repeats, µs per call, ratio to ``local``
-(``×local``) and, for the node rows, to the SDK's bare sequential calls (``×sdk``: what
-reactcore adds on top of the protocol).
+The cases are timed in turns (local, sdk, node-seq, node-par, again …), so the drift of a
+noisy machine weighs on all alike. Columns: median wall time of a batch, µs per call,
+ratio to ``local`` (``×local``) and, for the node rows, to the SDK's bare sequential calls
+(``×sdk``: what reactcore adds on top of the protocol).
 
     python benchmarks/bench_mcp.py [--quick] [--backend asyncio|trio|both]
                                    [--repeat R] [--json PATH]
@@ -123,14 +124,18 @@ def batch(n: int) -> OverAllState:
     return OverAllState({"messages": [UserMessage("go"), AssistantMessage("", calls)]})
 
 
-async def median(run: Callable[[], Awaitable[Any]], repeat: int) -> float:
-    await run()  # warm up: connections, caches, first-call costs
-    times = []
+async def medians(runs: Sequence[Callable[[], Awaitable[Any]]], repeat: int) -> list[float]:
+    """The median time of each of ``runs``, taken in turns (a noisy machine's drift then
+    weighs on every case alike), after one warm-up each."""
+    for run in runs:
+        await run()  # warm up: connections, caches, first-call costs
+    times: list[list[float]] = [[] for _ in runs]
     for _ in range(repeat):
-        start = time.perf_counter()
-        await run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for run, taken in zip(runs, times, strict=True):
+            start = time.perf_counter()
+            await run()
+            taken.append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
 def node_run(node: AgentToolNode, state: OverAllState) -> Callable[[], Awaitable[Any]]:
@@ -148,7 +153,7 @@ async def measure(backend: str, transport: str, url: str, plan: Plan) -> list[Ro
         """Say the text back."""
         return text
 
-    local = await median(node_run(AgentToolNode([echo]), batch(n)), plan.repeat)
+    local_node = AgentToolNode([echo])
     if transport == "stdio":
         toolset = MCPToolset.stdio(sys.executable, [__file__, "--server", "stdio"])
     else:
@@ -160,13 +165,13 @@ async def measure(backend: str, transport: str, url: str, plan: Plan) -> list[Ro
             for _ in range(n):
                 await session.call_tool("echo", {"text": "hi"})
 
-        sdk_s = await median(sdk, plan.repeat)
         seq = AgentToolNode(tool_resolver=toolset.resolve)
         par = AgentToolNode(
             tool_resolver=toolset.resolve, parallel_tool_execution=True, max_parallel_tools=8
         )
-        seq_s = await median(node_run(seq, batch(n)), plan.repeat)
-        par_s = await median(node_run(par, batch(n)), plan.repeat)
+        state = batch(n)
+        runs = [node_run(local_node, state), sdk, node_run(seq, state), node_run(par, state)]
+        local, sdk_s, seq_s, par_s = await medians(runs, plan.repeat)
     return [
         Row(backend, transport, "local", n, local, local, None),
         Row(backend, transport, "sdk", n, sdk_s, local, None),

@@ -220,8 +220,10 @@ class MCPToolset:
         if self._conn is not None:
             self._conn.down.set()
         self._conn = None
-        self._tools = {}
-        return await group.__aexit__(exc_type, exc, tb)
+        try:
+            return await group.__aexit__(exc_type, exc, tb)
+        finally:
+            self._tools = {}  # after the group: no listing is left to fill them again
 
     # --- what the agent uses -------------------------------------------------------------
 
