@@ -16,7 +16,10 @@ from reactcore.mcp import MCPToolset
 
 SERVER = Path(__file__).parent / "mcp_servers" / "tools_server.py"
 # Tool names of the test server, in the order it lists them.
-SERVER_TOOLS = ["echo", "add", "lookup", "fail", "picture", "work", "peak", "block", "grow", "pid"]
+SERVER_TOOLS = [
+    *("echo", "add", "lookup", "fail", "picture", "work", "peak", "block", "grow", "pid"),
+    "where",
+]
 
 
 def stdio_toolset(log: Path, **options: Any) -> MCPToolset:

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from helpers import asks, call, calls_state, live_tasks
-from mcp_support import SERVER_TOOLS, http_server, logged, records, stdio_toolset
+from mcp_support import SERVER, SERVER_TOOLS, http_server, logged, records, stdio_toolset
 
 from reactcore import (
     AgentToolNode,
@@ -113,6 +114,40 @@ async def test_lists_the_servers_tools_and_calls_them(make_toolset: ToolsetFacto
     # The server sends the sum as structuredContent and as its JSON text: read once.
     assert added.response_data == '{\n  "sum": 5\n}'
     assert added.data["structuredContent"] == {"sum": 5}
+
+
+async def test_stdio_command_env_and_cwd(tmp_path: Path) -> None:
+    """``MCPToolset.stdio(command, args, env=, cwd=)``: the server runs in ``cwd`` and sees
+    ``env`` (added to what the SDK passes on)."""
+    toolset = MCPToolset.stdio(
+        sys.executable,
+        [str(SERVER), "stdio", str(tmp_path / "log.jsonl")],
+        env={"REACTCORE_TEST": "from the test"},
+        cwd=tmp_path,
+    )
+    async with toolset:
+        node = AgentToolNode(tool_resolver=toolset.resolve)
+        (answer,) = await run_calls(node, call("1", "where", variable="REACTCORE_TEST"))
+    assert answer.response_data == f"{tmp_path} from the test None"
+
+
+async def test_http_headers_and_own_client(http_url: tuple[str, Path]) -> None:
+    """``headers=`` reach the server; an ``http_client`` of the caller's is used as given
+    and left open when the toolset closes."""
+    url = http_url[0]
+    async with MCPToolset.streamable_http(url, headers={"X-Test": "by headers"}) as toolset:
+        node = AgentToolNode(tool_resolver=toolset.resolve)
+        (by_headers,) = await run_calls(node, call("1", "where", variable="NONE"))
+    client = httpx2.AsyncClient(headers={"X-Test": "by client"})
+    async with client:
+        async with MCPToolset.streamable_http(url, http_client=client) as toolset:
+            node = AgentToolNode(tool_resolver=toolset.resolve)
+            (by_client,) = await run_calls(node, call("1", "where", variable="NONE"))
+        assert not client.is_closed
+    assert by_headers.response_data.endswith(" None by headers")
+    assert by_client.response_data.endswith(" None by client")
+    with pytest.raises(ValueError, match="give headers or http_client"):
+        MCPToolset.streamable_http(url, headers={}, http_client=client)
 
 
 @HTTP_ONLY

@@ -122,6 +122,14 @@ def pid() -> int:
     return os.getpid()
 
 
+@server.tool()
+def where(variable: str, ctx: Context) -> str:
+    """The server's working directory, an environment variable, and a request header."""
+    request = ctx.request_context.request
+    header = request.headers.get("x-test") if request is not None else None
+    return f"{os.getcwd()} {os.environ.get(variable)} {header}"
+
+
 async def serve_http(kind: str) -> None:
     """Serve ``kind`` ("http": streamable HTTP at /mcp, "sse": legacy SSE at /sse)."""
     import uvicorn
