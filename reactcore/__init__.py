@@ -34,6 +34,7 @@ from ._exception_processor import DefaultToolExceptionProcessor as DefaultToolEx
 from ._exception_processor import ToolExceptionProcessor as ToolExceptionProcessor
 from ._exceptions import CallLimitExceeded as CallLimitExceeded
 from ._exceptions import MaxIterationsExceeded as MaxIterationsExceeded
+from ._exceptions import MCPError as MCPError
 from ._exceptions import ModelError as ModelError
 from ._exceptions import ModelHTTPError as ModelHTTPError
 from ._exceptions import ModelStreamError as ModelStreamError
@@ -93,6 +94,7 @@ from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import check_cancelled as check_cancelled
 from ._tools import tool as tool
+from ._toolset import Toolset as Toolset
 from .hooks import ApprovalPolicy as ApprovalPolicy
 from .hooks import HumanInTheLoopHook as HumanInTheLoopHook
 from .hooks import ModelCallLimitHook as ModelCallLimitHook
@@ -129,6 +131,7 @@ __all__ = [
     "Interrupt",
     "KeyStrategy",
     "LeasingSaver",
+    "MCPError",
     "MaxIterationsExceeded",
     "MemorySaver",
     "Message",
@@ -191,6 +194,7 @@ __all__ = [
     "ToolRetryInterceptor",
     "ToolSelectionInterceptor",
     "ToolSpec",
+    "Toolset",
     "Usage",
     "UserMessage",
     "check_cancelled",

@@ -36,6 +36,7 @@ from ._run import AgentRun, EventStream
 from ._state import MESSAGES, KeyStrategy, OverAllState
 from ._tool_node import AgentToolNode, ToolResolver
 from ._tools import Tool, index_tools
+from ._toolset import Toolset, chain_resolvers
 from ._tracing import Tracer, ambient, current, tracer_for
 
 
@@ -91,7 +92,7 @@ class ReactAgent:
 
     name: str = attrs.field(validator=_non_empty)
     model: ChatModel
-    tools: Sequence[Tool | Callable[..., Any]] = attrs.field(default=(), kw_only=True)
+    tools: Sequence[Tool | Callable[..., Any] | Toolset] = attrs.field(default=(), kw_only=True)
     system_prompt: str | None = attrs.field(default=None, kw_only=True)
     instruction: str | None = attrs.field(default=None, kw_only=True)
     hooks: Sequence[Hook] = attrs.field(default=(), kw_only=True)
@@ -139,11 +140,18 @@ class ReactAgent:
         hook_interceptors = [i for h in self._hooks for i in getattr(h, "interceptors", ())]
         interceptors = [*hook_interceptors, *self.interceptors]
         model_chain, tool_chain = _split_interceptors(interceptors)
+        # Toolsets add their tools to each model request (outermost, so tool selection
+        # sees them) and resolve them by name; they are not made into tools here.
+        toolsets = [t for t in self.tools if isinstance(t, Toolset)]
+        model_chain = [*toolsets, *model_chain]
+        own_resolver = [self.tool_resolver] if self.tool_resolver is not None else []
+        resolver = chain_resolvers([*own_resolver, *(t.resolve for t in toolsets)])
+        plain = [t for t in self.tools if not isinstance(t, Toolset)]
         answer_tool = []
         if self.output_type is not None and self.output_mode == "tool":
             answer_tool = [final_answer_tool(self.output_type)]
-        tools = _gather_tools(self._hooks, interceptors, [*self.tools, *answer_tool])
-        if self.tool_resolver is None:  # a resolver's tools are known only at run time
+        tools = _gather_tools(self._hooks, interceptors, [*plain, *answer_tool])
+        if resolver is None:  # a resolver's (or a toolset's) tools are known only at run time
             for hook in self._hooks:
                 if callable(check := getattr(hook, "check_tools", None)):
                     check([t.name for t in tools])
@@ -173,7 +181,7 @@ class ReactAgent:
         self._tool_node = None
         # No tools, no tool node (as in the seed) — unless tools can come later: from the
         # resolver, or as dynamic tools a model interceptor adds.
-        if tools or self.tool_resolver is not None or model_chain:
+        if tools or resolver is not None or model_chain:
             self._tool_node = AgentToolNode(
                 tools,
                 agent_name=self.name,
@@ -184,7 +192,7 @@ class ReactAgent:
                 tool_execution_timeout=self.tool_execution_timeout,
                 wrap_sync_tools_as_async=self.wrap_sync_tools_as_async,
                 tool_interceptors=tool_chain,
-                tool_resolver=self.tool_resolver,
+                tool_resolver=resolver,
                 tool_context=self.tool_context,
                 exception_processor=self.exception_processor or DefaultToolExceptionProcessor(),
                 enable_acting_log=self.enable_logging,

@@ -289,7 +289,7 @@ _register_tagged_union(
 store_when_set(AssistantMessage, "visible_tools", "finish_reason", "reasoning")
 store_when_set(SystemMessage, "role")
 store_when_set(UserMessage, "parts")
-store_when_set(ToolResponse, "parts")
+store_when_set(ToolResponse, "parts", "data")
 
 _register_tagged_union(
     Message,

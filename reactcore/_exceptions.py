@@ -16,6 +16,7 @@
      ├── OutputParseError          the final answer does not parse as ``output_type``
      ├── ReportedError             a run's error read back from JSON (``event_from_json``)
      ├── ThreadBusy                another live run owns the thread (``thread_id``)
+     ├── MCPError                  an MCP server cannot be reached, or failed (``reactcore.mcp``)
      └── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
@@ -181,3 +182,16 @@ class ThreadBusy(ReactcoreError):
 class ScriptExhaustedError(ReactcoreError, RuntimeError):
     """Raised by ``ScriptedChatModel`` (a test model) when it gets a request after its last
     reply."""
+
+
+class MCPError(ReactcoreError):
+    """Raised by ``reactcore.mcp.MCPToolset`` when its MCP server cannot be reached, closed
+    the connection, or answered a request with a protocol error; ``server`` names it.
+
+    During a tool call the node turns it into an error response for the model (naming the
+    server); out of ``async with toolset`` or a reconnection it reaches the caller.
+    """
+
+    def __init__(self, message: str, *, server: str) -> None:
+        super().__init__(message)
+        self.server = server

@@ -45,12 +45,17 @@ class ToolCallRequest:
 @attrs.frozen
 class ToolCallResponse:
     """What a call produced: the text for the model, the state updates it made, and the
-    content parts it returned besides text (an image, a file …; see ``ToolResponse``)."""
+    content parts it returned besides text (an image, a file …; see ``ToolResponse``).
+
+    ``data`` is what the tool gave beyond the text, kept for callers (never sent to the
+    model): an MCP tool's whole result, for instance.
+    """
 
     text: str
     is_error: bool = False
     update: Mapping[str, Any] = attrs.field(default=_NO_UPDATE, eq=False, repr=False)
     parts: tuple[ContentPart, ...] = ()
+    data: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 ToolHandler = Callable[[ToolCallRequest], Awaitable[ToolCallResponse]]

@@ -301,7 +301,9 @@ class ToolResponse:
     """The answer to one ``ToolCall``; ``is_error`` marks errors shown to the model.
 
     ``parts`` holds what the tool returned besides text (an image, a file, a list of
-    parts), whole; see ``messages_to_wire`` for how a model gets to see them.
+    parts), whole; see ``messages_to_wire`` for how a model gets to see them. ``data``
+    (JSON values, or ``None``) is what the tool gave beyond the text, for callers: the
+    model sees ``response_data`` (and the parts) only.
     """
 
     id: str = attrs.field(validator=_text)
@@ -309,6 +311,7 @@ class ToolResponse:
     response_data: str = attrs.field(validator=_text)
     is_error: bool = attrs.field(default=False, validator=_typed(bool))
     parts: tuple[ContentPart, ...] = _parts_field()
+    data: Any = attrs.field(default=None, eq=False)
 
 
 def _to_responses(value: Any) -> tuple[ToolResponse, ...]:

@@ -413,7 +413,9 @@ class AgentToolNode:
         call: ToolCall = job.key.call
         if job.status is Status.DONE:
             result: ToolCallResponse = job.result
-            return ToolResponse(call.id, call.name, result.text, result.is_error, result.parts)
+            return ToolResponse(
+                call.id, call.name, result.text, result.is_error, result.parts, data=result.data
+            )
         if job.status is Status.TIMED_OUT:
             text = f"Error: Tool execution timed out after {job.timeout:g}s (tool '{call.name}')"
         else:
@@ -479,6 +481,9 @@ class AgentToolNode:
             result = await run_in_thread(self._threads, functools.partial(tool.func, **kwargs))
         else:
             result = tool.func(**kwargs)
+        if isinstance(result, ToolCallResponse):
+            # A tool that says itself what the model sees (an error, data kept aside).
+            return result if context is None else attrs.evolve(result, update=context.update)
         text, parts = tool_output(result)
         if context is None:
             return ToolCallResponse(text, parts=parts)

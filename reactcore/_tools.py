@@ -209,6 +209,9 @@ class Tool:
     return_direct: bool = False
     limiter: anyio.CapacityLimiter | None = None
     _signature: _Signature | None = attrs.field(default=None, alias="signature", repr=False)
+    _check: Callable[[dict[str, Any]], str | None] | None = attrs.field(
+        default=None, alias="check", repr=False
+    )
 
     @classmethod
     def from_function(
@@ -239,6 +242,38 @@ class Tool:
             return_direct,
             limiter,
             signature,
+        )
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        func: Callable[..., Any],
+        *,
+        check: Callable[[dict[str, Any]], str | None],
+        timeout: float | None = None,
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> Tool:
+        """A tool whose parameters are a given JSON Schema (a remote tool's, say).
+
+        ``func`` is called with the model's arguments as keywords once ``check`` passed
+        them: ``check(arguments)`` returns ``None`` or says what is wrong, and the model
+        gets that as ``invalid arguments for tool '<name>': <problem>``.
+        """
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"tool {name!r}: timeout must be positive, got {timeout}")
+        return cls(
+            name,
+            description,
+            parameters,
+            func,
+            _is_async(func),
+            timeout,
+            False,
+            limiter,
+            check=check,
         )
 
     @property
@@ -273,6 +308,13 @@ class Tool:
                 f"got {_json_type(data)}",
                 tool_name=self.name,
             )
+        if self._check is not None:
+            problem = self._check(data)
+            if problem is not None:
+                raise ToolArgumentError(
+                    f"invalid arguments for tool '{self.name}': {problem}", tool_name=self.name
+                )
+            return dict(data)
         sig = self._signature
         if sig is None or sig.structure is None:
             if data:

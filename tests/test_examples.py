@@ -264,6 +264,32 @@ def test_sync_tools(backend: str) -> None:
     assert out.index("timed out c3") < out.index("the abandoned scan thread has stopped")
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_mcp_tools(backend: str) -> None:
+    """mcp_tools: the example's own MCP server (a stdio subprocess) lists two tools under
+    the prefix; they and the local tool answer in one parallel batch, in call order, and
+    the server has stopped when the example ends."""
+    done = run_example("mcp_tools", backend)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "MCP server 'notes': ['notes_search', 'notes_count_words']"
+    started = [line for line in lines if line.startswith("started")]
+    assert started == [
+        "started   c1 notes_search",
+        "started   c2 today",
+        "started   c3 notes_count_words",
+    ]
+    assert [line for line in lines if line.startswith("answer")] == [
+        "answer    c1: 'trip: train at 9:40, platform 4'",
+        "answer    c2: '2026-12-03'",
+        "answer    c3: '3'",
+    ]
+    assert lines[-2:] == [
+        "final: Your train leaves at 9:40 today, from platform 4.",
+        "the MCP server has stopped",
+    ]
+
+
 def test_structured_output() -> None:
     """structured_output: the JSON answer (in a code fence) comes back as a Trip, the
     schema sent as a strict response_format and in the prompt; an answer that does not

@@ -1,0 +1,25 @@
+"""reactcore.mcp: tools from Model Context Protocol servers, and an agent as an MCP server.
+
+Needs the ``mcp`` extra (``pip install 'reactcore[mcp]'``); ``import reactcore`` never
+imports the SDK.
+"""
+
+from __future__ import annotations
+
+from .._exceptions import MCPError as MCPError
+from ._serve import serve as serve
+from ._toolset import MCPToolset as MCPToolset
+from ._transports import SSETransport as SSETransport
+from ._transports import StdioTransport as StdioTransport
+from ._transports import StreamableHTTPTransport as StreamableHTTPTransport
+from ._transports import Transport as Transport
+
+__all__ = [
+    "MCPError",
+    "MCPToolset",
+    "SSETransport",
+    "StdioTransport",
+    "StreamableHTTPTransport",
+    "Transport",
+    "serve",
+]

@@ -1,0 +1,98 @@
+"""What the model sees of an MCP tool: checked arguments in, a text answer out.
+
+Arguments are checked against the server's input schema before the call (with
+``jsonschema``, which the ``mcp`` SDK depends on), so a wrong call answers the model the way
+a local tool's does. A result becomes text: ``structuredContent`` as JSON when the server
+gave no text, else the text blocks joined; images, audio and resources as a short description.
+The whole result stays in the response's ``data`` for callers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import jsonschema.exceptions  # type: ignore[import-untyped]
+import mcp.types as mt
+import structlog
+
+from .._interceptors import ToolCallResponse
+
+_log = structlog.get_logger("reactcore.mcp")
+
+
+def _where(error: Any) -> str:
+    path = ".".join(str(p) for p in error.absolute_path)
+    return f"{path}: {error.message}" if path else str(error.message)
+
+
+def schema_check(schema: dict[str, Any], tool: str) -> Callable[[dict[str, Any]], str | None]:
+    """A check of arguments against ``schema``: ``None`` when they fit, else the problem.
+
+    A schema the validator cannot read checks nothing (the server still validates).
+    """
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        _log.warning("mcp_schema_unreadable", tool=tool, error=exc.message)
+        return lambda arguments: None
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+    def check(arguments: dict[str, Any]) -> str | None:
+        best = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        return None if best is None else _where(best)
+
+    return check
+
+
+def _size(data: str) -> str:
+    try:
+        n = len(base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError):
+        n = len(data)
+    return f"{n} bytes"
+
+
+def describe(block: mt.ContentBlock) -> str:
+    """A content block as the model reads it: text as is, anything else in brackets."""
+    if isinstance(block, mt.TextContent):
+        return block.text
+    if isinstance(block, mt.ImageContent):
+        return f"[image: {block.mime_type}, {_size(block.data)}]"
+    if isinstance(block, mt.AudioContent):
+        return f"[audio: {block.mime_type}, {_size(block.data)}]"
+    if isinstance(block, mt.ResourceLink):
+        return f"[resource link: {block.name} <{block.uri}>]"
+    resource = block.resource
+    kind = resource.mime_type or (
+        "text" if isinstance(resource, mt.TextResourceContents) else "blob"
+    )
+    return f"[resource: {resource.uri} ({kind})]"
+
+
+def result_text(result: mt.CallToolResult) -> str:
+    """The text the model gets for ``result`` (without the error marking).
+
+    The blocks in order, text as is; ``structuredContent`` as JSON first when no text
+    block is there (servers also send its JSON as text, as the spec asks, and the model
+    should not read it twice).
+    """
+    parts = [describe(b) for b in result.content]
+    has_text = any(isinstance(b, mt.TextContent) for b in result.content)
+    if result.structured_content is not None and not has_text:
+        parts.insert(0, json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def to_response(result: mt.CallToolResult) -> ToolCallResponse:
+    """The tool node's response for a call's result; ``isError`` makes it an error."""
+    data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    text = result_text(result)
+    if result.is_error:
+        return ToolCallResponse(f"Error: {text}", is_error=True, data=data)
+    return ToolCallResponse(text, data=data)

@@ -1,0 +1,124 @@
+"""How an ``MCPToolset`` reaches its server: stdio (a subprocess), streamable HTTP, SSE.
+
+Each transport is a frozen value whose ``open()`` is an async context manager giving the
+SDK's stream pair; leaving it closes the connection (and stops the subprocess).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol, TextIO
+
+import attrs
+import httpx2
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+# The SDK's own defaults: 30 s to connect or write, 300 s between reads of a stream.
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+
+
+class Transport(Protocol):
+    """What a toolset needs of a transport: a label for messages, and a way to connect."""
+
+    @property
+    def label(self) -> str: ...
+
+    def open(self) -> AbstractAsyncContextManager[tuple[Any, Any]]: ...
+
+
+def _strings(value: Sequence[str]) -> tuple[str, ...]:
+    return stdio_args(value)
+
+
+def _text_map(value: Mapping[str, str] | None) -> dict[str, str] | None:
+    return None if value is None else dict(value)
+
+
+@attrs.frozen
+class StdioTransport:
+    """A server run as a subprocess, spoken to on its stdin and stdout.
+
+    ``env`` is added to the few variables the SDK passes on (``HOME``, ``PATH``, …), not to
+    the whole environment; the server's stderr goes to ``errlog`` (this process's stderr).
+    """
+
+    command: str
+    args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    env: dict[str, str] | None = attrs.field(default=None, converter=_text_map)
+    cwd: str | os.PathLike[str] | None = None
+    errlog: TextIO = attrs.field(default=sys.stderr, eq=False, repr=False)
+
+    @property
+    def label(self) -> str:
+        return " ".join([os.path.basename(self.command), *self.args])
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[tuple[Any, Any]]:
+        params = StdioServerParameters(
+            command=self.command,
+            args=list(self.args),
+            env=self.env,
+            cwd=None if self.cwd is None else os.fspath(self.cwd),
+        )
+        async with stdio_client(params, errlog=self.errlog) as streams:
+            yield streams
+
+
+@attrs.frozen
+class StreamableHTTPTransport:
+    """A server at ``url`` over streamable HTTP.
+
+    ``http_client`` (an ``httpx2.AsyncClient``, the SDK's HTTP client) is used as given and
+    left open; without one, a client with ``headers`` is made per connection and closed.
+    """
+
+    url: str
+    headers: dict[str, str] | None = attrs.field(default=None, converter=_text_map)
+    http_client: httpx2.AsyncClient | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def label(self) -> str:
+        return self.url
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[tuple[Any, Any]]:
+        if self.http_client is not None:
+            async with streamable_http_client(self.url, http_client=self.http_client) as streams:
+                yield streams
+            return
+        client = httpx2.AsyncClient(headers=self.headers, timeout=_HTTP_TIMEOUT)
+        async with client, streamable_http_client(self.url, http_client=client) as streams:
+            yield streams
+
+
+@attrs.frozen
+class SSETransport:
+    """A legacy server at ``url`` speaking the HTTP+SSE transport (one GET stream, POSTs)."""
+
+    url: str
+    headers: dict[str, str] | None = attrs.field(default=None, converter=_text_map)
+    timeout: float = 30.0
+    read_timeout: float = 300.0
+
+    @property
+    def label(self) -> str:
+        return self.url
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[tuple[Any, Any]]:
+        async with sse_client(
+            self.url, self.headers, timeout=self.timeout, sse_read_timeout=self.read_timeout
+        ) as streams:
+            yield streams
+
+
+def stdio_args(args: Sequence[str]) -> tuple[str, ...]:
+    """``args`` as a tuple, refusing a lone string (which would be split into letters)."""
+    if isinstance(args, str):
+        raise TypeError("args must be a sequence of strings, not one string")
+    return tuple(args)
