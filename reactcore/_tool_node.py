@@ -10,6 +10,7 @@ strategy in call order — the same in sequential and parallel mode.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -237,6 +238,9 @@ class AgentToolNode:
         factory=DefaultToolExceptionProcessor, kw_only=True
     )
     enable_acting_log: bool = attrs.field(default=False, kw_only=True)
+    # False when the calls run elsewhere and are limited there (reactcore.temporal: each
+    # call is an activity with its own timeout): no per-call deadline, no tool limiters.
+    local_limits: bool = attrs.field(default=True, kw_only=True)
 
     _index: Mapping[str, Tool] = attrs.field(init=False)
     _limiter: anyio.CapacityLimiter = attrs.field(init=False)
@@ -325,7 +329,10 @@ class AgentToolNode:
                 continue
             request = ToolCallRequest(call, batch.state, config, found)
             timeout = found.timeout or self.tool_execution_timeout
-            jobs.append(Job(invoke, timeout, found.limiter, request, observer))
+            limiter = found.limiter
+            if not self.local_limits:
+                timeout, limiter = math.inf, None
+            jobs.append(Job(invoke, timeout, limiter, request, observer))
         try:
             if parallel:
                 await run_parallel(jobs, self._limiter)
