@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import attrs
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from .._agent import ReactAgent
 from .._approval import Interrupt, Resume
@@ -126,12 +127,22 @@ class TemporalRun:
         model gets ``Error: Tool execution was cancelled by the caller: <reason>`` and the
         run goes on. False for an unknown, queued or finished call."""
         argument = codec.dumps(codec.CancelToolInput(call_id, reason or ""))
-        return bool(await self.handle.execute_update("cancel_tool", argument, result_type=bool))
+        return await self._flag("cancel_tool", argument)
 
     async def cancel(self) -> bool:
         """Cancel the whole run: running calls are cancelled, finished ones kept;
         ``result()`` then raises ``RunCancelled``. False if the run had ended."""
-        return bool(await self.handle.execute_update("cancel", result_type=bool))
+        return await self._flag("cancel", None)
+
+    async def _flag(self, update: str, argument: str | None) -> bool:
+        """The answer of a yes/no update; False once the workflow has ended."""
+        args = [] if argument is None else [argument]
+        try:
+            return bool(await self.handle.execute_update(update, args=args, result_type=bool))
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                return False
+            raise
 
     async def resume(self, resume: Resume) -> None:
         """Answer the run's pause for approval; ``ValueError`` if it is not waiting or the
