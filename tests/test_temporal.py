@@ -12,8 +12,10 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -21,21 +23,29 @@ import pytest
 pytest.importorskip("temporalio", reason="the 'temporal' extra (temporalio) is not installed")
 
 from temporal_workers.agents import GATE_ENV, LOG_ENV, agents, temporal_agents
-from temporalio.client import Client
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 
 from reactcore import (
     Approve,
+    AssistantMessage,
+    ModelHTTPError,
+    ReactAgent,
     Reject,
     Resume,
     RunCancelled,
     RunnableConfig,
+    ToolCall,
     ToolCallCancelled,
     ToolCallFinished,
     ToolCallStarted,
+    tool,
 )
 from reactcore._events import RunFinished
-from reactcore.temporal import TemporalAgent, TemporalRun
+from reactcore.interceptors import ModelRetryInterceptor
+from reactcore.temporal import TemporalAgent, TemporalRun, worker
 from reactcore.temporal.testing import DevServer, temporal_cli
+from reactcore.testing import ScriptedChatModel
 
 try:
     temporal_cli()
@@ -117,8 +127,8 @@ def agents_of(workers: Workers) -> dict[str, TemporalAgent]:
     return temporal_agents(workers.task_queue)
 
 
-async def connect(server: DevServer) -> Client:
-    return await Client.connect(server.address)
+async def connect(server: DevServer) -> Any:
+    return await server.connect()
 
 
 def executions(log: Path, prefix: str) -> list[int]:
@@ -389,3 +399,73 @@ def test_reactcore_does_not_import_temporalio() -> None:
     code = "import sys, reactcore; print('temporalio' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False"
+
+
+@asynccontextmanager
+async def in_process_worker(server: DevServer, agent: ReactAgent) -> AsyncIterator[TemporalAgent]:
+    """``agent`` served by a worker in this process (so the test sees its model's
+    requests), on a task queue of its own."""
+    durable = TemporalAgent(agent, task_queue=f"tq-{uuid.uuid4().hex[:8]}", heartbeat_timeout=2)
+    client = await connect(server)
+    async with worker(client, [durable]):
+        yield durable
+
+
+@pytest.mark.anyio
+async def test_model_error_retries_follow_the_retry_interceptor(server: DevServer) -> None:
+    """With ModelRetryInterceptor(max_attempts=3): two 503s are retried as activity
+    attempts and the third answers; the model was asked three times (not nine: the
+    interceptor is not also applied in the workflow)."""
+    model = ScriptedChatModel(
+        [ModelHTTPError("busy", status_code=503), ModelHTTPError("busy", status_code=503), "ok"]
+    )
+    retry = ModelRetryInterceptor(max_attempts=3, initial_delay=0.01, jitter=0)
+    async with in_process_worker(server, ReactAgent("retry", model, interceptors=[retry])) as a:
+        with anyio.fail_after(WAIT):
+            result = await a.invoke(await connect(server), "hi", thread_id=thread())
+    assert result.text == "ok"
+    assert len(model.requests) == 3
+
+
+@pytest.mark.anyio
+async def test_a_model_4xx_is_not_retried_and_fails_the_run(server: DevServer) -> None:
+    """A 400 from the model is non-retryable even with a retry interceptor: one request,
+    and the run fails with the model's error as the cause (type and message)."""
+    model = ScriptedChatModel([ModelHTTPError("bad request", status_code=400), "never"])
+    retry = ModelRetryInterceptor(max_attempts=3, initial_delay=0.01, jitter=0)
+    async with in_process_worker(server, ReactAgent("bad", model, interceptors=[retry])) as a:
+        run = await a.start(await connect(server), "hi", thread_id=thread())
+        with anyio.fail_after(WAIT), pytest.raises(WorkflowFailureError) as caught:
+            await run.result()
+        assert await run.status() == "failed"
+    assert len(model.requests) == 1
+    cause = caught.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "ModelHTTPError"
+    assert cause.message == "ModelHTTPError: bad request"
+
+
+@pytest.mark.anyio
+async def test_a_tool_timeout_is_its_activity_timeout_and_the_model_is_told(
+    server: DevServer,
+) -> None:
+    """A tool with timeout=0.3 that would take 30 s: the model gets "Error: Tool
+    execution timed out after 0.3s (tool 'slow')" and the run goes on to its answer."""
+
+    @tool(timeout=0.3)
+    async def slow() -> str:
+        """Take far too long."""
+        await anyio.sleep(30)
+        return "late"
+
+    model = ScriptedChatModel(
+        [AssistantMessage("", [ToolCall("c1", "slow", "{}")]), lambda r: AssistantMessage("done")]
+    )
+    agent = ReactAgent("timeouts", model, tools=[slow])
+    async with in_process_worker(server, agent) as durable:
+        with anyio.fail_after(WAIT):
+            result = await durable.invoke(await connect(server), "go", thread_id=thread())
+    assert result.text == "done"
+    answer = model.requests[1].messages[-1].responses[0]  # type: ignore[union-attr]
+    assert answer.response_data == "Error: Tool execution timed out after 0.3s (tool 'slow')"
+    assert answer.is_error

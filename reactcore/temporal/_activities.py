@@ -33,8 +33,10 @@ _T = TypeVar("_T")
 
 
 async def _heartbeating(work: Callable[[], Awaitable[_T]], every: float) -> _T:
-    """``await work()`` while heartbeating every ``every`` seconds."""
-    result: list[_T] = []
+    """``await work()`` while heartbeating every ``every`` seconds; its exception is
+    raised as itself (not in a group)."""
+    outcome: list[_T] = []
+    failure: list[Exception] = []
 
     async def beat() -> None:
         while True:
@@ -43,9 +45,15 @@ async def _heartbeating(work: Callable[[], Awaitable[_T]], every: float) -> _T:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(beat)
-        result.append(await work())
-        tg.cancel_scope.cancel()
-    return result[0]
+        try:
+            outcome.append(await work())
+        except Exception as exc:
+            failure.append(exc)
+        finally:
+            tg.cancel_scope.cancel()
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def _model_failure(agent: TemporalAgent, error: Exception) -> ApplicationError:

@@ -73,11 +73,11 @@ def worker(
     for agent in agents:
         register(agent, task_queue)
     activities = Activities({a.name: a for a in agents})
+    options.setdefault("workflow_runner", sandbox_runner(passthrough))
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[ReactAgentWorkflow],
         activities=[activities.model, activities.tool],
-        workflow_runner=sandbox_runner(passthrough),
         **options,
     )

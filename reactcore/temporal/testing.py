@@ -15,7 +15,9 @@ import subprocess
 import sys
 import time
 
+import anyio
 import attrs
+from temporalio.client import Client
 
 
 def temporal_cli() -> str:
@@ -91,6 +93,18 @@ class DevServer:
                 raise RuntimeError(f"the Temporal dev server did not start on {self.address}")
             time.sleep(0.05)
         return self
+
+    async def connect(self) -> Client:
+        """A client of this server, once its frontend answers (retried for at most
+        ``startup_timeout`` seconds: a server just started may not be healthy yet)."""
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            try:
+                return await Client.connect(self.address)
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                await anyio.sleep(0.1)
 
     def kill(self) -> None:
         """SIGKILL the server and reap it (nothing is flushed: a crash)."""
