@@ -50,12 +50,18 @@ from ._interceptors import ToolHandler as ToolHandler
 from ._interceptors import ToolInterceptor as ToolInterceptor
 from ._llm_node import AgentLlmNode as AgentLlmNode
 from ._messages import AssistantMessage as AssistantMessage
+from ._messages import AudioPart as AudioPart
+from ._messages import ContentPart as ContentPart
+from ._messages import FilePart as FilePart
+from ._messages import ImagePart as ImagePart
 from ._messages import Message as Message
 from ._messages import SystemMessage as SystemMessage
+from ._messages import TextPart as TextPart
 from ._messages import ToolCall as ToolCall
 from ._messages import ToolResponse as ToolResponse
 from ._messages import ToolResponseMessage as ToolResponseMessage
 from ._messages import UserMessage as UserMessage
+from ._messages import part_from_bytes as part_from_bytes
 from ._models.base import ChatModel as ChatModel
 from ._models.base import ChatOptions as ChatOptions
 from ._models.base import ChunkAssembler as ChunkAssembler
@@ -69,6 +75,7 @@ from ._models.openai import OpenAIChatModel as OpenAIChatModel
 from ._result import AgentResult as AgentResult
 from ._run import AgentRun as AgentRun
 from ._run import EventStream as EventStream
+from ._serde import AllowNonFinite as AllowNonFinite
 from ._serde import messages_from_wire as messages_from_wire
 from ._serde import messages_to_wire as messages_to_wire
 from ._shapes import event_from_json as event_from_json
@@ -95,20 +102,25 @@ __all__ = [
     "AgentResult",
     "AgentRun",
     "AgentToolNode",
+    "AllowNonFinite",
     "ApprovalPolicy",
     "Approve",
     "AssistantMessage",
+    "AudioPart",
     "CallLimitExceeded",
     "ChatModel",
     "ChatOptions",
     "Checkpoint",
     "ChunkAssembler",
+    "ContentPart",
     "DefaultToolExceptionProcessor",
     "Edit",
     "Event",
     "EventStream",
+    "FilePart",
     "Hook",
     "HumanInTheLoopHook",
+    "ImagePart",
     "Interrupt",
     "KeyStrategy",
     "MaxIterationsExceeded",
@@ -147,6 +159,7 @@ __all__ = [
     "SqliteSaver",
     "StateUpdated",
     "SystemMessage",
+    "TextPart",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
@@ -176,6 +189,7 @@ __all__ = [
     "load_checkpoint",
     "messages_from_wire",
     "messages_to_wire",
+    "part_from_bytes",
     "to_json",
     "tool",
 ]

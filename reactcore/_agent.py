@@ -33,7 +33,7 @@ from ._result import AgentResult
 from ._run import AgentRun, EventStream
 from ._state import MESSAGES, KeyStrategy, OverAllState
 from ._tool_node import AgentToolNode, ToolResolver
-from ._tools import Tool
+from ._tools import Tool, index_tools
 from ._tracing import Tracer, ambient, current, tracer_for
 
 
@@ -60,18 +60,18 @@ def _split_interceptors(
 def _gather_tools(
     hooks: Sequence[Hook], interceptors: Sequence[Any], tools: Iterable[Any]
 ) -> list[Tool]:
-    """Hook tools, then interceptor tools, then the agent's; the first of a name wins."""
-    found: dict[str, Tool] = {}
-    sources = [getattr(h, "tools", ()) for h in hooks]
-    sources += [getattr(i, "tools", ()) for i in interceptors]
-    sources.append(tools)
-    for source in sources:
-        for value in source:
-            if not (isinstance(value, Tool) or callable(value)):
-                raise TypeError(f"{value!r} is not a tool (from a hook's or interceptor's tools)")
-            t = value if isinstance(value, Tool) else Tool.from_function(value)
-            found.setdefault(t.name, t)
-    return list(found.values())
+    """Hook tools, then interceptor tools, then the agent's, in that order.
+
+    Two different tools with one name are a ``ValueError`` naming both functions and
+    where each came from (no tool silently shadows another); the same tool brought twice
+    (e.g. by a hook and listed by the agent too) is one tool.
+    """
+    sources: list[tuple[str, Iterable[Any]]] = [
+        (f"hook {getattr(h, 'name', type(h).__name__)!r}", getattr(h, "tools", ())) for h in hooks
+    ]
+    sources += [(f"interceptor {type(i).__name__}", getattr(i, "tools", ())) for i in interceptors]
+    sources.append(("the agent's tools", tools))
+    return list(index_tools(sources).values())
 
 
 def _non_empty(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:

@@ -16,18 +16,26 @@ and each state value is tagged with its kind, so that nothing has to be guessed 
 
     {"kind": "json", "value": <any JSON value>}
     {"kind": "messages", "value": [{"type": "user", "text": "hi"}, ...]}
+    {"kind": "messages", "value": [{"type": "user", "text": "What is this?", "parts": [
+        {"type": "image", "url": "data:image/png;base64,...", "detail": null}]}]}
     {"kind": "message", "value": {"type": "assistant", "text": "", "tool_calls": [...],
                                   "metadata": {...}}}
     {"kind": "usage", "value": {"prompt_tokens": 1, "completion_tokens": 2,
                                 "total_tokens": 3}}
 
 Messages are a tagged union on ``"type"`` (``system``, ``user``, ``assistant``, ``tool``)
-and keep every field (``is_error``, ``metadata``), unlike the chat-completions wire
-format. Any other state value must be JSON-native: ``str``, ``int``, ``float`` (finite),
-``bool``, ``None``, ``list``, ``tuple`` and ``dict`` with ``str`` keys, exactly those types
-(an enum or other subclass would come back as its base type, so it is refused). Tuples
-come back as lists. Anything else is refused when dumping, with an error naming the state
-key: a checkpoint never holds a silent ``str()`` of a value.
+and keep every field (``is_error``, ``metadata``, a system message's ``role``, the
+content ``parts`` of user messages and tool responses), unlike the chat-completions wire
+format. Content parts are a tagged union on ``"type"`` too (``text``, ``image``,
+``audio``, ``file``) with their own fields. ``role`` and ``parts`` are written only when
+they are not their defaults (``"system"``, no parts). Any other state value must be
+JSON-native: ``str``, ``int``, ``float`` (finite), ``bool``, ``None``, ``list``, ``tuple``
+and ``dict`` with ``str`` keys, exactly those types (an enum or other subclass would come
+back as its base type, so it is refused). Tuples come back as lists. Anything else is
+refused when dumping, with an error naming the state key: a checkpoint never holds a
+silent ``str()`` of a value. Nor is a checkpoint written that would not load back: the
+messages, ``Usage`` values and the checkpoint's own fields are structured back before the
+text is returned, so a saver never stores what it cannot read.
 
 Compatibility: a file written with schema version ``n`` loads in every later version.
 Changing the format means bumping ``CHECKPOINT_SCHEMA`` and teaching ``load_checkpoint``
@@ -50,12 +58,19 @@ import anyio.lowlevel
 import anyio.to_thread
 import attrs
 import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from ._messages import (
     AssistantMessage,
+    AudioPart,
+    ContentPart,
+    FilePart,
+    ImagePart,
     Message,
     SystemMessage,
+    TextPart,
     ToolCall,
+    ToolResponse,
     ToolResponseMessage,
     UserMessage,
 )
@@ -155,8 +170,12 @@ def _register_tagged_union(union: Any, tag_name: str, tags: Mapping[str, type]) 
     tag_of = {cls: tag for tag, cls in tags.items()}
 
     def unstructure(value: Any) -> dict[str, Any]:
+        tag = tag_of.get(type(value))
+        if tag is None:
+            known = ", ".join(cls.__name__ for cls in tags.values())
+            raise TypeError(f"a {type(value).__qualname__} is none of {known}")
         fields: dict[str, Any] = converter.unstructure(value, type(value))
-        return {tag_name: tag_of[type(value)], **fields}
+        return {tag_name: tag, **fields}
 
     def structure(value: Any, _: Any) -> Any:
         if not isinstance(value, Mapping):
@@ -171,6 +190,30 @@ def _register_tagged_union(union: Any, tag_name: str, tags: Mapping[str, type]) 
     converter.register_unstructure_hook(union, unstructure)
     converter.register_structure_hook(union, structure)
 
+
+# ``visible_tools`` is left out while ``None`` (a message not made by the LLM node), so
+# such messages keep the exact schema-1 layout; older checkpoints load it as ``None``.
+converter.register_unstructure_hook(
+    AssistantMessage,
+    make_dict_unstructure_fn(
+        AssistantMessage, converter, visible_tools=override(omit_if_default=True)
+    ),
+)
+
+_register_tagged_union(
+    ContentPart,
+    "type",
+    {"text": TextPart, "image": ImagePart, "audio": AudioPart, "file": FilePart},
+)
+
+# Fields added after schema version 1 are left out while they hold their default, so a
+# checkpoint of what version 1 could hold is written exactly as version 1 wrote it.
+_ADDED: dict[type, str] = {SystemMessage: "role", UserMessage: "parts", ToolResponse: "parts"}
+for _cls, _added in _ADDED.items():
+    _overrides: dict[str, Any] = {_added: override(omit_if_default=True)}
+    converter.register_unstructure_hook(
+        _cls, make_dict_unstructure_fn(_cls, converter, **_overrides)
+    )
 
 _register_tagged_union(
     Message,
@@ -231,14 +274,19 @@ def _check_messages(key: str, messages: builtins.list[Message]) -> None:
             _require_json(dict(metadata), f"state key {key!r}", f"$[{index}].metadata")
 
 
+def _is_message(value: Any) -> bool:
+    # Exactly these classes: a subclass would come back as its base class, or not at all.
+    return type(value) in _MESSAGE_TYPES
+
+
 def _wrap(key: str, value: Any) -> _StateValue:
     """The state value ``value`` of ``key``, tagged with its kind (checked for JSON)."""
     if type(value) is Usage:
         return _UsageValue(value)
-    if isinstance(value, _MESSAGE_TYPES):
+    if _is_message(value):
         _check_messages(key, [value])
         return _MessageValue(value)
-    if type(value) in (list, tuple) and value and all(isinstance(m, _MESSAGE_TYPES) for m in value):
+    if type(value) in (list, tuple) and value and all(_is_message(m) for m in value):
         _check_messages(key, list(value))
         return _MessagesValue(list(value))
     _require_json(value, f"state key {key!r}")
@@ -253,11 +301,33 @@ class _StateDocument:
     values: dict[str, _StateValue]
 
 
+_LOADS_AS: dict[str, Any] = {"message": Message, "messages": list[Message], "usage": Usage}
+
+
+def _dump_value(key: str, value: Any) -> Any:
+    """The state value ``value`` of ``key`` as stored, once it is known to load back.
+
+    JSON values were checked exactly (``_require_json``); the others are structured back
+    here, as ``load_checkpoint`` will (a message made with attrs validation switched off,
+    a ``Usage`` of strings), so that a saver never stores what it could not read.
+    """
+    dumped: dict[str, Any] = converter.unstructure(_wrap(key, value), _StateValue)
+    loads_as = _LOADS_AS.get(dumped["kind"])
+    if loads_as is not None:
+        try:
+            converter.structure(dumped["value"], loads_as)
+        except (cattrs.BaseValidationError, StrictTypeError) as exc:
+            raise TypeError(
+                f"state key {key!r} cannot be checkpointed: it would not load back: "
+                f"{describe_error(exc, '$')}"
+            ) from exc
+    return dumped
+
+
 def _unstructure_state(state: OverAllState) -> Any:
-    document = _StateDocument(
-        dict(state.key_strategies), {key: _wrap(key, value) for key, value in state.items()}
-    )
-    return converter.unstructure(document)
+    strategies = converter.unstructure(dict(state.key_strategies), dict[str, KeyStrategy])
+    values = {key: _dump_value(key, value) for key, value in state.items()}
+    return {"key_strategies": strategies, "values": values}
 
 
 def _structure_state(value: Any, _: Any) -> OverAllState:
@@ -277,14 +347,30 @@ def dump_checkpoint(checkpoint: Checkpoint) -> str:
     """``checkpoint`` as JSON text, with the format version under ``"schema"``.
 
     Raised by ``dump_checkpoint``: ``TypeError`` when a state value (or the checkpoint's
-    metadata, or a message's metadata) is not something a checkpoint keeps; the message
-    names the state key and where in the value the problem is. The text is ASCII
+    metadata, or a message's metadata) is not something a checkpoint keeps, or when
+    anything in it would not load back (a message field of the wrong type, made with
+    attrs validation switched off; a ``Usage`` or a checkpoint field of the wrong type);
+    the message names the state key and where in the value the problem is. So what
+    ``dump_checkpoint`` returns, ``load_checkpoint`` reads. The text is ASCII
     (non-ASCII characters escaped), so that any Python string, even one with a lone
     surrogate, can be stored.
     """
     _require_json(checkpoint.metadata, "the checkpoint metadata")
-    body = converter.unstructure(checkpoint)
+    body: dict[str, Any] = converter.unstructure(checkpoint)
+    _check_loads_back(body)
     return json.dumps({"schema": CHECKPOINT_SCHEMA, **body}, allow_nan=False)
+
+
+def _check_loads_back(body: dict[str, Any]) -> None:
+    """Raise ``TypeError`` unless ``load_checkpoint`` would read the checkpoint's own
+    fields and key strategies back (its state values were checked one by one)."""
+    state = {**body["state"], "values": {}}
+    try:
+        converter.structure({**body, "state": state}, Checkpoint)
+    except (cattrs.BaseValidationError, StrictTypeError) as exc:
+        raise TypeError(
+            f"the checkpoint cannot be written: it would not load back: {describe_error(exc, '$')}"
+        ) from exc
 
 
 def _schema_of(document: Any) -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import attrs
 
 from ._config import RunnableConfig
-from ._messages import ToolCall
+from ._messages import ContentPart, ToolCall
 from ._state import OverAllState
 
 if TYPE_CHECKING:
@@ -44,11 +44,13 @@ class ToolCallRequest:
 
 @attrs.frozen
 class ToolCallResponse:
-    """What a call produced: the text for the model, and the state updates it made."""
+    """What a call produced: the text for the model, the state updates it made, and the
+    content parts it returned besides text (an image, a file …; see ``ToolResponse``)."""
 
     text: str
     is_error: bool = False
     update: Mapping[str, Any] = attrs.field(default=_NO_UPDATE, eq=False, repr=False)
+    parts: tuple[ContentPart, ...] = ()
 
 
 ToolHandler = Callable[[ToolCallRequest], Awaitable[ToolCallResponse]]

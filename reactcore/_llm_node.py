@@ -8,6 +8,8 @@ default — and answers with the assistant message as a partial state update.
 
 from __future__ import annotations
 
+import contextvars
+import itertools
 import json
 import string
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -19,7 +21,7 @@ import attrs
 from ._config import RunnableConfig
 from ._interceptors import ModelHandler, ModelInterceptor, chain_model_interceptors
 from ._logging import get_logger
-from ._messages import AssistantMessage, Message, SystemMessage, UserMessage
+from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
 from ._models.base import (
     ChatModel,
     ChatOptions,
@@ -34,7 +36,7 @@ from ._result import TOKEN_USAGE
 from ._schema import json_schema
 from ._state import MESSAGES, OverAllState
 from ._tool_node import DYNAMIC_TOOLS, dynamic_tools
-from ._tools import Tool
+from ._tools import Tool, ToolNameClash, index_tools, name_clash
 from ._tracing import Tracer, current, model_trace
 
 MODEL_ITERATION = "_MODEL_ITERATION_"
@@ -44,6 +46,45 @@ CHUNK_LISTENER = "_chunk_listener_"
 RUN_ID = "run_id"
 
 ChunkListener = Callable[[ModelChunk], Awaitable[None]]
+
+
+@attrs.define
+class _Sent:
+    """The last request the innermost handler sent during one node call."""
+
+    request: ModelRequest | None = None
+
+
+_SENT: contextvars.ContextVar[_Sent | None] = contextvars.ContextVar("_sent", default=None)
+
+
+def unique_call_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+    """``calls`` with every id non-empty and unique within the message, deterministically.
+
+    The first call with an id keeps it; an empty id becomes ``call_<index>`` and a
+    repeated one ``<id>_<n>`` (the smallest ``n`` from 2 not taken by another id of the
+    message). Approvals, cancellation and the pairing of responses are keyed by id, so
+    two calls under one id could be answered or approved as one.
+    """
+    taken = {c.id for c in calls if c.id}
+    if len(taken) == len(calls):
+        return tuple(calls)  # the usual case: nothing to re-key
+    used: set[str] = set()
+    out: list[ToolCall] = []
+    for index, c in enumerate(calls):
+        if not c.id or c.id in used:
+            base = c.id or f"call_{index}"
+            suffixed = (f"{base}_{n}" for n in itertools.count(2))
+            candidates = itertools.chain([base], suffixed) if not c.id else suffixed
+            c = attrs.evolve(c, id=next(i for i in candidates if i not in used | taken))
+        used.add(c.id)
+        out.append(c)
+    return tuple(out)
+
+
+def visible_names(request: ModelRequest) -> tuple[str, ...]:
+    """The names of the tools ``request`` shows the model (known or dynamic), in order."""
+    return tuple(dict.fromkeys(s.name for s in request.visible_tool_specs()))
 
 
 class _StateValues(Mapping[str, Any]):
@@ -109,7 +150,7 @@ def with_output_schema(messages: Sequence[Message], schema: str) -> list[Message
         message = out[i]
         if isinstance(message, UserMessage):
             if schema not in message.text:
-                out[i] = UserMessage(message.text + note)
+                out[i] = attrs.evolve(message, text=message.text + note)
             break
     return out
 
@@ -164,13 +205,15 @@ class AgentLlmNode:
     model_error_as_message: bool = attrs.field(default=False, kw_only=True)
 
     _schema: str | None = attrs.field(init=False)
+    _own: dict[str, Tool] = attrs.field(init=False)
     _specs: tuple[ToolSpec, ...] = attrs.field(init=False)
     _handler: ModelHandler = attrs.field(init=False)
     _log: Any = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._schema = _schema_text(self.output_schema, self.output_type)
-        self._specs = tuple(ToolSpec.of(t) for t in self.tools)
+        self._own = index_tools([("the node's tools", self.tools)])
+        self._specs = tuple(ToolSpec.of(t) for t in self._own.values())
         self._handler = chain_model_interceptors(list(self.model_interceptors), self._invoke)
         self._log = get_logger(agent=self.agent_name)
 
@@ -194,16 +237,21 @@ class AgentLlmNode:
         if self.enable_reasoning_log:
             log.info("model_call_started", iteration=iteration, messages=len(request.messages))
         tracer = current.get()
+        sent = _Sent()
+        token = _SENT.set(sent)
         try:
             if tracer is None:
                 response = await self._handler(request)
             else:
                 response = await self._traced(tracer, request)
         except Exception as exc:
-            if not self.model_error_as_message:
+            if not self.model_error_as_message or isinstance(exc, ToolNameClash):
                 raise
             log.warning("model_call_failed", iteration=iteration, error=type(exc).__name__)
             response = ModelResponse(AssistantMessage(f"Exception: {exc}"))
+        finally:
+            _SENT.reset(token)
+        response = attrs.evolve(response, message=self._entering(response.message, request, sent))
         if self.enable_reasoning_log:
             log.info(
                 "model_call_finished",
@@ -236,6 +284,33 @@ class AgentLlmNode:
             context=config.context,
         )
 
+    def _entering(
+        self, message: AssistantMessage, built: ModelRequest, sent: _Sent
+    ) -> AssistantMessage:
+        """The answer as it enters the state: with the tools the model was shown.
+
+        The innermost handler tags the answer it got with the request it sent; an answer
+        an interceptor rebuilt gets the last request sent in this call, and one no model
+        produced (an interceptor answered itself) the request as the node built it.
+        """
+        if not message.tool_calls:
+            return message
+        if message.visible_tools is None:
+            request = sent.request if sent.request is not None else built
+            message = attrs.evolve(message, visible_tools=visible_names(request))
+        calls = unique_call_ids(message.tool_calls)
+        if calls != message.tool_calls:
+            self._log.warning(
+                "tool_call_ids_rekeyed",
+                ids=[
+                    [a.id, b.id]
+                    for a, b in zip(message.tool_calls, calls, strict=True)
+                    if a.id != b.id
+                ],
+            )
+            message = attrs.evolve(message, tool_calls=calls)
+        return message
+
     def _update(
         self, state: OverAllState, response: ModelResponse, update: dict[str, Any]
     ) -> dict[str, Any]:
@@ -260,10 +335,25 @@ class AgentLlmNode:
     async def _invoke(self, request: ModelRequest) -> ModelResponse:
         """The innermost handler: hand dynamic tools to the tool node, then call the model."""
         if request.dynamic_tools:
-            added = {t.name: t for t in request.dynamic_tools}
+            added = index_tools([("a model interceptor's dynamic tools", request.dynamic_tools)])
+            for name, t in added.items():
+                own = self._own.get(name)
+                if own is not None and own is not t:
+                    where = "a model interceptor's dynamic tools"
+                    raise name_clash(name, (own, "the agent's tools"), (t, where))
+            # A dynamic tool of an earlier request of the run may be replaced by a new one.
             request.context[DYNAMIC_TOOLS] = {**dynamic_tools(request.context), **added}
         model = request.chat_model or self.model
         trace = model_trace.get()
         if trace is not None:
             trace.sending(model, request)  # the request actually sent, once per attempt
-        return await call_model(model, request)
+        sent = _SENT.get()
+        if sent is not None:
+            sent.request = request
+        response = await call_model(model, request)
+        if not response.message.tool_calls:
+            return response
+        # Tagged here, with the request this answer really came from (whatever retries or
+        # fallbacks happened around it); the tool node runs only these tools.
+        message = attrs.evolve(response.message, visible_tools=visible_names(request))
+        return attrs.evolve(response, message=message)

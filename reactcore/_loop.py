@@ -188,7 +188,7 @@ def apply_decisions(
             rejected.append(ToolResponse(call.id, call.name, decision.message, is_error=True))
             continue
         if isinstance(decision, Edit):
-            calls[call_id] = call = _edited(agent, call, decision, config)
+            calls[call_id] = call = _edited(agent, assistant, call, decision, config)
         approved.append(call_id)
     messages = list(state[MESSAGES])
     index = messages.index(partial) - 1 if partial is not None else len(messages) - 1
@@ -208,12 +208,19 @@ def apply_decisions(
     return OverAllState(data, state.key_strategies)
 
 
-def _edited(agent: ReactAgent, call: ToolCall, edit: Edit, config: RunnableConfig) -> ToolCall:
+def _edited(
+    agent: ReactAgent,
+    assistant: AssistantMessage,
+    call: ToolCall,
+    edit: Edit,
+    config: RunnableConfig,
+) -> ToolCall:
     raw = edit.arguments if isinstance(edit.arguments, str) else json.dumps(dict(edit.arguments))
     node = agent.tool_node
-    found = node.resolve(call.name, config) if node is not None else None
+    # The tool node's rule: a tool hidden from the model is not available, edited or not.
+    found = node.resolve(call.name, config, assistant.visible_tools) if node else None
     if found is None:
-        raise ValueError(f"cannot edit call {call.id}: no tool named {call.name!r}")
+        raise ValueError(f"cannot edit call {call.id}: tool {call.name!r} is not available")
     found.parse_arguments(raw)  # ToolArgumentError (a ValueError) says what is wrong
     return attrs.evolve(call, arguments=raw)
 

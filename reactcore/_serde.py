@@ -4,15 +4,18 @@
   ``5.7`` → ``5``, no extra keys), with errors that name the parameter;
 - results: any value a tool returns, as JSON text;
 - the OpenAI chat-completions wire format (plain dicts), through private attrs classes
-  that mirror it, so a malformed provider payload fails with a readable error.
+  that mirror it, so a malformed provider payload fails with a readable error;
+- content parts: their wire shapes (``text``, ``image_url``, ``input_audio``, ``file``),
+  and what a tool returns besides text (``tool_output``: bytes, parts, lists of them).
 """
 
 from __future__ import annotations
 
 import enum
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, NewType, get_args, get_origin
+from typing import Annotated, Any, Literal, NewType, get_args, get_origin
 
 import attrs
 import cattrs
@@ -21,13 +24,21 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn
 
 from ._messages import (
+    MEDIA_TYPES,
+    PART_TYPES,
     AssistantMessage,
+    AudioPart,
+    ContentPart,
+    FilePart,
+    ImagePart,
     Message,
     SystemMessage,
+    TextPart,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
+    part_from_bytes,
 )
 
 converter = cattrs.Converter(forbid_extra_keys=True)
@@ -50,9 +61,33 @@ def _strict_int(value: Any, _: type) -> int:
 
 
 def _strict_float(value: Any, _: type) -> float:
+    number = _any_float(value, _)
+    if math.isfinite(number):
+        return number
+    # ``NaN``/``Infinity`` are not JSON, and ``1e999`` reads as infinity: no tool expects
+    # them unless its parameter says so (``Annotated[float, AllowNonFinite]``).
+    raise StrictTypeError(f"expected a finite number, got {value!r}")
+
+
+def _any_float(value: Any, _: Any) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     raise StrictTypeError(f"expected a number, got {_type_name(value)} {value!r}")
+
+
+class AllowNonFinite:
+    """A marker for a float parameter that accepts NaN and ±infinity:
+    ``ratio: Annotated[float, AllowNonFinite]``. Without it, a tool argument (or a
+    structured output field) that is ``NaN``, ``Infinity`` or overflows to infinity
+    (``1e999``) is an invalid argument."""
+
+
+def _allows_non_finite(tp: Any) -> bool:
+    if get_origin(tp) is not Annotated:
+        return False
+    base, *metadata = get_args(tp)
+    marked = any(m is AllowNonFinite or isinstance(m, AllowNonFinite) for m in metadata)
+    return marked and base is float
 
 
 def _strict_str(value: Any, _: type) -> str:
@@ -142,6 +177,7 @@ converter.register_structure_hook_func(_is_literal, _strict_literal)
 converter.register_structure_hook_func(_is_enum, _strict_enum)
 converter.register_structure_hook_factory(_is_array, _strict_array)
 converter.register_structure_hook_factory(_is_object, _strict_object)
+converter.register_structure_hook_func(_allows_non_finite, _any_float)
 
 
 def _format_one(exc: BaseException, type_: Any) -> str:
@@ -165,7 +201,7 @@ def describe_error(exc: BaseException, root: str) -> str:
 def to_json_text(value: Any) -> str:
     """A tool's result as text for the model: strings pass through, the rest is JSON.
 
-    A value JSON cannot hold (a set, a datetime, NaN) raises ``TypeError`` /
+    A value JSON cannot hold (a set, bytes, NaN) raises ``TypeError`` /
     ``ValueError``, which the tool node turns into an error response naming the tool.
     """
     if isinstance(value, str):
@@ -223,7 +259,8 @@ def _wire_hook(cls: type) -> Callable[[Any, Any], Any]:
 
 
 def _content_text(content: Any, _: Any = None) -> _Content:
-    """Text of a wire ``content``: a string, null, or a list of ``{"type": "text"}`` parts."""
+    """Text of a wire ``content``: a string, null, or a list of parts (the texts joined;
+    the parts of user and tool messages are read again by ``_content_parts``)."""
     if content is None:
         return _Content("")
     if isinstance(content, str):
@@ -241,13 +278,206 @@ for _cls in (_WireFunction, _WireToolCall, _WireMessage):
     converter.register_structure_hook(_cls, _wire_hook(_cls))
 
 
-def message_to_wire(message: Message) -> list[dict[str, Any]]:
-    """One message as wire dicts (a ``ToolResponseMessage`` becomes one per response)."""
+# --- content parts on the wire ------------------------------------------------------------
+
+
+@attrs.frozen
+class _WireText:
+    text: str
+
+
+@attrs.frozen
+class _WireImageURL:
+    url: str
+    detail: str | None = None
+
+
+@attrs.frozen
+class _WireImage:
+    image_url: _WireImageURL
+
+
+@attrs.frozen
+class _WireAudioData:
+    data: str
+    format: str
+
+
+@attrs.frozen
+class _WireAudio:
+    input_audio: _WireAudioData
+
+
+@attrs.frozen
+class _WireFileData:
+    file_data: str | None = None
+    file_id: str | None = None
+    filename: str | None = None
+
+
+@attrs.frozen
+class _WireFile:
+    file: _WireFileData
+
+
+_PART_CLASSES: tuple[type, ...] = (
+    _WireText,
+    _WireImageURL,
+    _WireImage,
+    _WireAudioData,
+    _WireAudio,
+    _WireFileData,
+    _WireFile,
+)
+for _part_cls in _PART_CLASSES:
+    converter.register_structure_hook(_part_cls, _wire_hook(_part_cls))
+
+_WIRE_PARTS: dict[str, type] = {
+    "text": _WireText,
+    "image_url": _WireImage,
+    "input_audio": _WireAudio,
+    "file": _WireFile,
+}
+
+_WirePart = NewType("_WirePart", object)
+"""A wire content part, structured into a ``ContentPart`` (see ``_part_from_wire``)."""
+
+
+def _part_from_wire(value: Any, _: Any = None) -> ContentPart:
+    """The ``ContentPart`` of one wire part: ``text``, ``image_url``, ``input_audio``, ``file``."""
+    if not isinstance(value, Mapping):
+        raise StrictTypeError(f"expected a content part object, got {_type_name(value)}")
+    kind = value.get("type")
+    cls = _WIRE_PARTS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        allowed = ", ".join(json.dumps(t) for t in _WIRE_PARTS)
+        raise StrictTypeError(f"expected a part of type {allowed}, got {kind!r}")
+    wire: Any = converter.structure(value, cls)
+    if isinstance(wire, _WireText):
+        return TextPart(wire.text)
+    if isinstance(wire, _WireImage):
+        return ImagePart(wire.image_url.url, wire.image_url.detail)
+    if isinstance(wire, _WireAudio):
+        return AudioPart(wire.input_audio.data, wire.input_audio.format)
+    given: _WireFileData = wire.file
+    if given.file_data is None and given.file_id is None:
+        raise StrictTypeError("expected a file part with file_data or file_id")
+    return FilePart(given.file_data, given.file_id, given.filename)
+
+
+converter.register_structure_hook(_WirePart, _part_from_wire)
+
+
+def part_to_wire(part: ContentPart) -> dict[str, Any]:
+    """One content part as a chat-completions content part dict."""
+    match part:
+        case TextPart(text=text):
+            return {"type": "text", "text": text}
+        case ImagePart(url=url, detail=detail):
+            image = {"url": url} if detail is None else {"url": url, "detail": detail}
+            return {"type": "image_url", "image_url": image}
+        case AudioPart(data_base64=data, format=audio_format):
+            return {"type": "input_audio", "input_audio": {"data": data, "format": audio_format}}
+        case FilePart(file_data=data, file_id=file_id, filename=filename):
+            given = {"file_data": data, "file_id": file_id, "filename": filename}
+            return {"type": "file", "file": {k: v for k, v in given.items() if v is not None}}
+    raise TypeError(f"not a content part: {part!r}")
+
+
+def _content_to_wire(text: str, parts: Sequence[ContentPart]) -> str | list[dict[str, Any]]:
+    """``text`` then ``parts`` as a wire ``content``: the plain string when there are no
+    parts, else a list whose first part is the text (left out when it is empty)."""
+    if not parts:
+        return text
+    head = [{"type": "text", "text": text}] if text else []
+    return head + [part_to_wire(p) for p in parts]
+
+
+def split_parts(parts: Sequence[ContentPart]) -> tuple[str, tuple[ContentPart, ...]]:
+    """The text and the other parts of a wire part list: a first text part is the text."""
+    if parts and type(parts[0]) is TextPart:
+        return parts[0].text, tuple(parts[1:])
+    return "", tuple(parts)
+
+
+_BYTES = (bytes, bytearray, memoryview)
+
+
+def _is_content(value: Any) -> bool:
+    return isinstance(value, _BYTES) or type(value) in PART_TYPES
+
+
+def _as_part(value: Any) -> ContentPart:
+    if isinstance(value, str):
+        return TextPart(value)
+    if isinstance(value, _BYTES):
+        return part_from_bytes(bytes(value))
+    part: ContentPart = value
+    return part
+
+
+def _is_content_list(value: Any) -> bool:
+    return (
+        isinstance(value, list | tuple)
+        and any(_is_content(v) for v in value)
+        and all(isinstance(v, str) or _is_content(v) for v in value)
+    )
+
+
+def tool_output(value: Any) -> tuple[str, tuple[ContentPart, ...]]:
+    """A tool's return value as the text and the content parts of its response.
+
+    ``bytes`` become an ``ImagePart`` (PNG, JPEG, GIF, WebP, by their magic number) or a
+    ``FilePart``; a part stays a part; a list or tuple of parts, bytes and strings, with
+    at least one part or bytes among them, is that content in order (a leading string is
+    the text). Anything else is JSON text (``to_json_text``), with no parts.
+    """
+    if _is_content(value):
+        return split_parts([_as_part(value)])
+    if _is_content_list(value):
+        return split_parts([_as_part(v) for v in value])
+    return to_json_text(value), ()
+
+
+ToolMedia = Literal["describe", "user_message", "parts"]
+TOOL_MEDIA: tuple[ToolMedia, ...] = ("describe", "user_message", "parts")
+
+
+def _described(response: ToolResponse) -> str:
+    """A tool response as text only: its text, then each part described on its own line."""
+    pieces = [response.response_data, *(p.describe() for p in response.parts)]
+    return "\n".join(piece for piece in pieces if piece)
+
+
+def _tool_items(message: ToolResponseMessage, tool_media: ToolMedia) -> list[dict[str, Any]]:
+    """A ``ToolResponseMessage`` as wire items: one ``tool`` item per response, and with
+    ``"user_message"`` a ``user`` item after them holding the responses' media parts."""
+    items: list[dict[str, Any]] = []
+    media: list[dict[str, Any]] = []
+    for r in message.responses:
+        content = _content_to_wire(r.response_data, r.parts)
+        if tool_media != "parts" and r.parts:
+            content = _described(r)
+        items.append({"role": "tool", "tool_call_id": r.id, "content": content})
+        shown = [part_to_wire(p) for p in r.parts if type(p) in MEDIA_TYPES]
+        if tool_media == "user_message" and shown:
+            media += [{"type": "text", "text": f"The result of tool call {r.id} ({r.name}):"}]
+            media += shown
+    if media:
+        items.append({"role": "user", "content": media})
+    return items
+
+
+def message_to_wire(
+    message: Message, *, tool_media: ToolMedia = "describe"
+) -> list[dict[str, Any]]:
+    """One message as wire dicts (a ``ToolResponseMessage`` becomes one per response;
+    ``tool_media`` as in ``messages_to_wire``)."""
     match message:
-        case SystemMessage(text=text):
-            return [{"role": "system", "content": text}]
-        case UserMessage(text=text):
-            return [{"role": "user", "content": text}]
+        case SystemMessage(text=text, role=role):
+            return [{"role": role, "content": text}]
+        case UserMessage(text=text, parts=parts):
+            return [{"role": "user", "content": _content_to_wire(text, parts)}]
         case AssistantMessage(text=text, tool_calls=calls):
             # Content may be null only beside tool calls; without them it is required.
             wire: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
@@ -261,17 +491,31 @@ def message_to_wire(message: Message) -> list[dict[str, Any]]:
                     for c in calls
                 ]
             return [wire]
-        case ToolResponseMessage(responses=responses):
-            return [
-                {"role": "tool", "tool_call_id": r.id, "content": r.response_data}
-                for r in responses
-            ]
+        case ToolResponseMessage():
+            return _tool_items(message, tool_media)
     raise TypeError(f"not a message: {message!r}")
 
 
-def messages_to_wire(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """A conversation as the ``messages`` array of a chat-completions request."""
-    return [wire for message in messages for wire in message_to_wire(message)]
+def messages_to_wire(
+    messages: Iterable[Message], *, tool_media: ToolMedia = "describe"
+) -> list[dict[str, Any]]:
+    """A conversation as the ``messages`` array of a chat-completions request.
+
+    A user message with parts has a list ``content``: its text first (as a text part,
+    unless empty), then the parts in order; a system message keeps its role (``system``
+    or ``developer``). The chat-completions API takes text only in ``tool`` messages, so
+    what a tool returned besides text is, by ``tool_media``:
+
+    - ``"describe"`` (the default): described in the tool message's text, after the
+      tool's own text, one part a line (``[image: image/png, 12345 bytes]``);
+    - ``"user_message"``: described so, and also sent whole in one ``user`` message
+      after the tool messages (for vision models);
+    - ``"parts"``: sent whole as the tool message's content parts (for providers that
+      accept them; this is the one mode that ``messages_from_wire`` reads back exactly).
+    """
+    if tool_media not in TOOL_MEDIA:
+        raise ValueError(f"tool_media must be one of {', '.join(TOOL_MEDIA)}, got {tool_media!r}")
+    return [wire for m in messages for wire in message_to_wire(m, tool_media=tool_media)]
 
 
 def _malformed(exc: Exception, root: str) -> ValueError:
@@ -296,16 +540,38 @@ def messages_from_wire(payload: Sequence[Any]) -> list[Message]:
     """A wire ``messages`` array as messages; consecutive ``tool`` items form one message.
 
     A tool item's name is read from the assistant call it answers. The wire carries no
-    ``is_error`` flag and no metadata, so those come back as their defaults. A malformed
-    payload is a ``ValueError`` saying what is wrong where.
+    ``is_error`` flag and no metadata, so those come back as their defaults. A list
+    ``content`` of a user or tool item whose first part is text gives the text and, after
+    it, the other parts (so ``messages_to_wire`` output reads back exactly); a system or
+    developer item's text parts are joined. A malformed payload is a ``ValueError``
+    saying what is wrong where.
     """
     try:
-        return _from_wire(converter.structure(payload, list[_WireMessage]))
+        return _from_wire(converter.structure(payload, list[_WireMessage]), payload)
     except (cattrs.BaseValidationError, StrictTypeError) as exc:
         raise _malformed(exc, "messages") from exc
 
 
-def _from_wire(wires: list[_WireMessage]) -> list[Message]:
+def _content_parts(item: Mapping[str, Any], index: int) -> list[ContentPart] | None:
+    """The parts of a wire item's list ``content`` (``None`` when it is no list)."""
+    content = item.get("content")
+    if not isinstance(content, list):
+        return None
+    try:
+        parts: list[ContentPart] = converter.structure(content, list[_WirePart])  # type: ignore[arg-type]
+    except (cattrs.BaseValidationError, StrictTypeError) as exc:
+        raise _malformed(exc, f"messages[{index}].content") from exc
+    return parts
+
+
+def _text_and_parts(
+    wire: _WireMessage, item: Mapping[str, Any], index: int
+) -> tuple[str, tuple[ContentPart, ...]]:
+    parts = _content_parts(item, index)
+    return (wire.content, ()) if parts is None else split_parts(parts)
+
+
+def _from_wire(wires: list[_WireMessage], payload: Sequence[Any]) -> list[Message]:
     names: dict[str, str] = {}
     out: list[Message] = []
     pending: list[ToolResponse] = []
@@ -315,9 +581,9 @@ def _from_wire(wires: list[_WireMessage]) -> list[Message]:
             pending = []
         text = wire.content
         if wire.role in ("system", "developer"):
-            out.append(SystemMessage(text))
+            out.append(SystemMessage(text, wire.role))
         elif wire.role == "user":
-            out.append(UserMessage(text))
+            out.append(UserMessage(*_text_and_parts(wire, payload[index], index)))
         elif wire.role == "assistant":
             message = _assistant(wire)
             names.update((c.id, c.name) for c in message.tool_calls)
@@ -329,7 +595,8 @@ def _from_wire(wires: list[_WireMessage]) -> list[Message]:
                     f"tool_call_id @ messages[{index}]"
                 )
             name = wire.name or names.get(wire.tool_call_id, "")
-            pending.append(ToolResponse(wire.tool_call_id, name, text))
+            data, parts = _text_and_parts(wire, payload[index], index)
+            pending.append(ToolResponse(wire.tool_call_id, name, data, parts=parts))
     if pending:
         out.append(ToolResponseMessage(pending))
     return out

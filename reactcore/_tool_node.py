@@ -5,13 +5,19 @@ Given a state whose last message is an ``AssistantMessage`` with tool calls (or 
 calls through the interceptor chain and the scheduler, and answers with one
 ``ToolResponseMessage`` in call order plus the state updates the tools made, merged by key
 strategy in call order — the same in sequential and parallel mode.
+
+Only tools the model was shown may run: the assistant message records them
+(``visible_tools``) and a call of a tool the node knows but the model was not shown is
+answered "not available" without running anything (see ``AgentToolNode.resolve``). Each
+call needs its own id; tool names are unique.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -32,9 +38,9 @@ from ._interceptors import (
 from ._logging import get_logger
 from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
 from ._scheduler import Job, Status, run_parallel, run_sequential
-from ._serde import to_json_text
+from ._serde import tool_output
 from ._state import MESSAGES, OverAllState, Remove, frozen_mapping
-from ._tools import Tool, ToolContext
+from ._tools import Tool, ToolContext, index_tools
 from ._tracing import ToolTrace, Tracer, current
 
 DYNAMIC_TOOLS = "dynamic_tools"
@@ -44,16 +50,8 @@ PENDING_UPDATES = "_pending_updates_"
 ToolResolver = Callable[[str], Tool | None]
 
 
-def _as_tool(value: Tool | Callable[..., Any]) -> Tool:
-    return value if isinstance(value, Tool) else Tool.from_function(value)
-
-
-def _index_tools(tools: Iterable[Tool | Callable[..., Any]]) -> Mapping[str, Tool]:
-    index: dict[str, Tool] = {}
-    for value in tools:
-        t = _as_tool(value)
-        index.setdefault(t.name, t)  # the first of a name wins, as in the seed
-    return MappingProxyType(index)
+def _index_tools(tools: Iterable[Tool | Callable[..., Any]], where: str) -> Mapping[str, Tool]:
+    return MappingProxyType(index_tools([(where, tools)]))
 
 
 def dynamic_tools(context: Mapping[str, Any]) -> Mapping[str, Tool]:
@@ -63,7 +61,7 @@ def dynamic_tools(context: Mapping[str, Any]) -> Mapping[str, Tool]:
         return {}
     if isinstance(found, Mapping):
         return found
-    return _index_tools(found)
+    return _index_tools(found, "the run's dynamic tools")
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -95,6 +93,24 @@ def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolRespo
         "AgentToolNode needs the last message to be an AssistantMessage with tool calls, or "
         f"a ToolResponseMessage answering some of them; found {found}"
     )
+
+
+def _refuse_shared_ids(assistant: AssistantMessage) -> None:
+    """``ValueError`` when two calls of ``assistant`` share an id: each call must get
+    exactly one answer (the LLM node re-keys such ids as a model's answer enters)."""
+    counts = collections.Counter(c.id for c in assistant.tool_calls)
+    if len(counts) < len(assistant.tool_calls):
+        shared = sorted(i for i, n in counts.items() if n > 1)
+        raise ValueError(
+            "AgentToolNode cannot answer tool calls that share an id: "
+            f"{', '.join(repr(i) for i in shared)} (each call needs its own id)"
+        )
+
+
+def _return_direct(resolved: Iterable[Tool | None]) -> bool:
+    """Whether every called tool that may run is return_direct (and there is one)."""
+    found = [t for t in resolved if t is not None]
+    return bool(found) and all(t.return_direct for t in found)
 
 
 def has_pending_updates(message: Any) -> bool:
@@ -141,6 +157,7 @@ class _Batch:
     previous: ToolResponseMessage | None
     return_direct: bool
     observer: ToolCallObserver | None
+    tools: Mapping[str, Tool | None] = attrs.field(factory=dict)
     done: dict[str, ToolResponse] = attrs.field(factory=dict)
     updates: dict[str, Mapping[str, Any]] = attrs.field(factory=dict)
     tracer: Tracer | None = None
@@ -250,7 +267,7 @@ class AgentToolNode:
     log: Any = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        self._index = _index_tools(self.tools)
+        self._index = _index_tools(self.tools, "the node's tools")
         self._limiter = anyio.CapacityLimiter(self.max_parallel_tools)
         # Worker threads get their own limiter, sized for the node: a call holds one node
         # slot and its thread one thread slot; never the node's limiter twice.
@@ -267,12 +284,24 @@ class AgentToolNode:
         """The names of the node's own tools, in order."""
         return list(self._index)
 
-    def resolve(self, name: str, config: RunnableConfig) -> Tool | None:
-        """The tool called ``name``: the node's, then the run's dynamic tools, then the resolver."""
+    def resolve(
+        self, name: str, config: RunnableConfig, visible: Collection[str] | None = None
+    ) -> Tool | None:
+        """The tool called ``name`` that may run, or ``None``.
+
+        The node's tools, then the run's dynamic tools, then the resolver. ``visible`` is
+        the set of tools the model was shown (``AssistantMessage.visible_tools``): a tool
+        the node knows but the model was not shown is hidden and never resolved (an
+        interceptor hid it, e.g. by permission); a name unknown to the node and to the
+        dynamic tools still goes to the resolver, whose tools are never listed to the
+        model, so no interceptor can have hidden them. ``None`` lets every tool run.
+        """
         found = self._index.get(name) or dynamic_tools(config.context).get(name)
-        if found is None and self.tool_resolver is not None:
-            found = self.tool_resolver(name)
-        return found
+        if found is not None:
+            return found if visible is None or name in visible else None
+        if self.tool_resolver is not None:
+            return self.tool_resolver(name)
+        return None
 
     async def __call__(
         self, state: Mapping[str, Any], config: RunnableConfig | None = None
@@ -281,13 +310,18 @@ class AgentToolNode:
         state = state if isinstance(state, OverAllState) else OverAllState(state)
         config = config if config is not None else RunnableConfig()
         assistant, previous = pending_calls(state)
+        _refuse_shared_ids(assistant)
+        visible = assistant.visible_tools
+        # Each name resolved once per batch, by the one rule (see ``resolve``).
+        found = {c.name: self.resolve(c.name, config, visible) for c in assistant.tool_calls}
         batch = _Batch(
             self,
             state,
             assistant,
             previous,
-            self._return_direct(assistant, config),
+            _return_direct(found.values()),
             config.context.get(CALL_OBSERVER),
+            found,
         )
         batch.tracer = current.get()
         if previous is not None:
@@ -300,15 +334,18 @@ class AgentToolNode:
         await self._run(batch, missing, config)
         return batch.update()
 
-    def _return_direct(self, assistant: AssistantMessage, config: RunnableConfig) -> bool:
-        resolved = [self.resolve(c.name, config) for c in assistant.tool_calls]
-        found = [t for t in resolved if t is not None]
-        return bool(found) and all(t.return_direct for t in found)
-
-    def _unknown(self, call: ToolCall, config: RunnableConfig) -> ToolResponse:
-        names = ", ".join([*self._index, *dynamic_tools(config.context)]) or "none"
-        self.log.warning("tool_not_available", call_id=call.id, tool=call.name)
-        text = f"Tool not available: {call.name}. Available tools: {names}"
+    def _not_available(
+        self, call: ToolCall, config: RunnableConfig, visible: Sequence[str] | None
+    ) -> ToolResponse:
+        """The answer to a call of a tool that is unknown or hidden from the model: the
+        same text either way, listing only the tools the model was shown."""
+        known = self._index.get(call.name) or dynamic_tools(config.context).get(call.name)
+        names = visible if visible is not None else [*self._index, *dynamic_tools(config.context)]
+        names = list(dict.fromkeys(names))
+        reason = "hidden" if known is not None else "unknown"
+        self.log.warning("tool_not_available", call_id=call.id, tool=call.name, reason=reason)
+        listed = ", ".join(names) or "none"
+        text = f"Error: Tool not available: {call.name}. Available tools: {listed}"
         return ToolResponse(call.id, call.name, text, is_error=True)
 
     async def _run(self, batch: _Batch, calls: Sequence[ToolCall], config: RunnableConfig) -> None:
@@ -322,10 +359,11 @@ class AgentToolNode:
             else None
         )
         jobs: list[Job] = []
+        visible = batch.assistant.visible_tools
         for call in calls:
-            found = self.resolve(call.name, config)
+            found = batch.tools[call.name]
             if found is None:
-                batch.done[call.id] = self._unknown(call, config)
+                batch.done[call.id] = self._not_available(call, config, visible)
                 continue
             request = ToolCallRequest(call, batch.state, config, found)
             timeout = found.timeout or self.tool_execution_timeout
@@ -351,7 +389,7 @@ class AgentToolNode:
         call: ToolCall = job.key.call
         if job.status is Status.DONE:
             result: ToolCallResponse = job.result
-            return ToolResponse(call.id, call.name, result.text, result.is_error)
+            return ToolResponse(call.id, call.name, result.text, result.is_error, result.parts)
         if job.status is Status.TIMED_OUT:
             text = f"Error: Tool execution timed out after {job.timeout:g}s (tool '{call.name}')"
         else:
@@ -421,6 +459,7 @@ class AgentToolNode:
             )
         else:
             result = tool.func(**kwargs)
+        text, parts = tool_output(result)
         if context is None:
-            return ToolCallResponse(to_json_text(result))
-        return ToolCallResponse(to_json_text(result), update=context.update)
+            return ToolCallResponse(text, parts=parts)
+        return ToolCallResponse(text, update=context.update, parts=parts)

@@ -3,7 +3,9 @@
 ``@tool`` turns a sync or async function into a ``Tool``. The JSON Schema of its
 parameters comes from the type hints (see ``_schema``); the model's JSON arguments are
 structured strictly with the project's converter, so a wrong call is an error response
-that names the parameter and the tool is never called with bad values.
+that names the parameter and the tool is never called with bad values. The JSON is read
+within bounds (``MAX_ARGUMENT_LENGTH`` characters, the depth and number limits of
+``_json``), so hostile arguments are an argument error too, never a parser crash.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import copy
 import functools
 import inspect
 import json
+import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
 import anyio
@@ -22,9 +25,11 @@ import attrs
 import cattrs
 
 from ._config import RunnableConfig
+from ._docstrings import parameter_descriptions
 from ._exceptions import ToolArgumentError
+from ._json import MAX_DEPTH, MAX_NUMBER_DIGITS, JSONLimitError, loads
 from ._messages import ToolCall
-from ._schema import object_schema
+from ._schema import json_schema, object_schema, type_name
 from ._serde import converter, describe_error
 from ._state import OverAllState
 
@@ -67,10 +72,40 @@ def check_cancelled() -> None:
         return
 
 
+MAX_ARGUMENT_LENGTH = 1_000_000
+"""The most characters of a tool call's JSON arguments that are read."""
+
+
+def _read_arguments(raw: str) -> Any:
+    """``raw`` parsed within the bounded parser's limits.
+
+    Text no longer than a number may be, with fewer brackets than the depth limit, is
+    within every limit by construction: the plain decoder reads it (most arguments are
+    that short), without the bounded parser's per-number and depth checks.
+    """
+    if len(raw) <= MAX_NUMBER_DIGITS and raw.count("[") + raw.count("{") <= MAX_DEPTH:
+        return json.loads(raw)
+    return loads(raw, max_length=MAX_ARGUMENT_LENGTH)
+
+
+def _json_type(value: Any) -> str:
+    kinds = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return kinds.get(type(value), "number")
+
+
 def _is_async(func: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
         getattr(func, "__call__", None)  # noqa: B004 - async callable objects count too
     )
+
+
+def _doc(func: Callable[..., Any]) -> str:
+    """The docstring of a function, of the function a ``partial`` wraps, or of a callable
+    object's class."""
+    target: Any = func
+    while isinstance(target, functools.partial):
+        target = target.func
+    return inspect.getdoc(target) or ""
 
 
 def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
@@ -80,7 +115,32 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
         target = target.func
     if not (inspect.isroutine(target) or isinstance(target, type)):
         target = type(target).__call__
-    return typing.get_type_hints(target)
+    return typing.get_type_hints(target, include_extras=True)
+
+
+def _is_context(hint: Any) -> bool:
+    """``ToolContext``, ``ToolContext | None`` or ``Optional[ToolContext]``."""
+    if typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    if hint is ToolContext:
+        return True
+    args = typing.get_args(hint)
+    is_union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return is_union and set(args) == {ToolContext, type(None)}
+
+
+def _check_hint(hint: Any, where: str) -> None:
+    """``TypeError`` naming the tool and parameter when ``hint`` has no schema or the
+    converter cannot read it back."""
+    try:
+        json_schema(hint)
+    except TypeError as exc:
+        raise TypeError(f"{where}: {exc}") from exc
+    try:
+        converter.get_structure_hook(hint)
+    except (cattrs.errors.StructureHandlerNotFoundError, TypeError) as exc:
+        # What the schema can describe but the converter cannot read (``int | str``).
+        raise TypeError(f"{where}: cannot read {type_name(hint)} from JSON: {exc}") from exc
 
 
 @attrs.frozen(eq=False)
@@ -99,12 +159,18 @@ class _Signature:
         fields: dict[str, Any] = {}
         context_param = None
         for p in inspect.signature(func).parameters.values():
+            where = f"tool {tool_name!r}, parameter {p.name!r}"
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
-                raise TypeError(f"tool {tool_name!r}: parameter {p.name!r} must be nameable")
-            hint = hints.get(p.name, Any)
-            if hint is ToolContext:
+                raise TypeError(f"{where}: must be nameable (not *args, **kwargs or positional)")
+            if p.name not in hints:
+                raise TypeError(
+                    f"{where}: has no type annotation; annotate it (Any accepts any JSON value)"
+                )
+            hint = hints[p.name]
+            if _is_context(hint):
                 context_param = p.name
                 continue
+            _check_hint(hint, where)
             default = attrs.NOTHING if p.default is p.empty else p.default
             fields[p.name] = attrs.field(type=hint, default=default)
         if not fields:
@@ -113,6 +179,10 @@ class _Signature:
         args_cls = attrs.make_class(f"{tool_name}_arguments", fields, slots=False)
         field_hints = {name: f.type for name, f in attrs.fields_dict(args_cls).items()}
         schema = object_schema(attrs.fields(args_cls), field_hints)
+        # ``Annotated[X, "text"]`` wins over the docstring's parameter section.
+        for name, text in parameter_descriptions(_doc(func)).items():
+            if name in schema["properties"]:
+                schema["properties"][name].setdefault("description", text)
         try:
             structure = converter.get_structure_hook(args_cls)
         except (cattrs.errors.StructureHandlerNotFoundError, TypeError) as exc:
@@ -158,7 +228,7 @@ class Tool:
         if timeout is not None and timeout <= 0:
             raise ValueError(f"tool {tool_name!r}: timeout must be positive, got {timeout}")
         signature = _Signature.of(func, tool_name)
-        doc = inspect.getdoc(func) or ""
+        doc = _doc(func)
         return cls(
             tool_name,
             description if description is not None else doc,
@@ -177,10 +247,20 @@ class Tool:
         return self._signature is not None and self._signature.context_param is not None
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
-        """Keyword arguments from the model's JSON; ``ToolArgumentError`` says what is wrong."""
+        """Keyword arguments from the model's JSON; ``ToolArgumentError`` says what is wrong.
+
+        The text is read within bounds (``MAX_ARGUMENT_LENGTH`` characters, and the
+        depth and number-length limits of ``reactcore._json``): hostile arguments are an
+        invalid-arguments answer, never a crash of the parser.
+        """
         try:
             # "{}" is what most calls of argument-less tools carry: skip the decoder.
-            data = {} if raw == "{}" or not raw.strip() else json.loads(raw)
+            data = {} if raw == "{}" or not raw.strip() else _read_arguments(raw)
+        except JSONLimitError as exc:
+            raise ToolArgumentError(
+                f"invalid arguments for tool '{self.name}': not read: {exc}",
+                tool_name=self.name,
+            ) from exc
         except json.JSONDecodeError as exc:
             raise ToolArgumentError(
                 f"arguments for tool '{self.name}' are not valid JSON: {exc.msg} at position "
@@ -189,8 +269,8 @@ class Tool:
             ) from exc
         if not isinstance(data, dict):
             raise ToolArgumentError(
-                f"arguments for tool '{self.name}' must be a JSON object, "
-                f"got {type(data).__name__}",
+                f"invalid arguments for tool '{self.name}': expected a JSON object, "
+                f"got {_json_type(data)}",
                 tool_name=self.name,
             )
         sig = self._signature
@@ -216,6 +296,54 @@ class Tool:
         if context is not None and self._signature is not None and self._signature.context_param:
             kwargs[self._signature.context_param] = context
         return kwargs
+
+
+class ToolNameClash(ValueError):
+    """Raised where two different tools with one name meet (an agent's, a node's, a hook's
+    or an interceptor's tools, or a dynamic tool): the model could not tell them apart."""
+
+
+def _function_name(t: Tool) -> str:
+    func: Any = t.func
+    while isinstance(func, functools.partial):
+        func = func.func
+    name = getattr(func, "__qualname__", None) or type(func).__qualname__
+    module = getattr(func, "__module__", None)
+    return f"{module}.{name}" if module else str(name)
+
+
+def name_clash(name: str, first: tuple[Tool, str], second: tuple[Tool, str]) -> ToolNameClash:
+    """The error for two tools named ``name``: each ``(tool, where it came from)``."""
+    return ToolNameClash(
+        f"two tools are named {name!r}: {_function_name(first[0])} ({first[1]}) and "
+        f"{_function_name(second[0])} ({second[1]}); tool names must be unique "
+        "(rename one with @tool(name=...))"
+    )
+
+
+def index_tools(sources: Iterable[tuple[str, Iterable[Any]]]) -> dict[str, Tool]:
+    """Name → tool over ``(where, tools)`` sources, in order; plain functions are wrapped.
+
+    The same ``Tool`` object (or the same function) listed twice is one tool; two
+    different tools with one name raise ``ToolNameClash`` naming both functions.
+    """
+    index: dict[str, tuple[Tool, str]] = {}
+    wrapped: list[tuple[Any, Tool]] = []  # functions already wrapped, by identity
+    for where, values in sources:
+        for value in values:
+            if isinstance(value, Tool):
+                t = value
+            elif callable(value):
+                t = next((w for v, w in wrapped if v is value), None) or Tool.from_function(value)
+                wrapped.append((value, t))
+            else:
+                raise TypeError(f"{value!r} is not a tool (from {where})")
+            seen = index.get(t.name)
+            if seen is None:
+                index[t.name] = (t, where)
+            elif seen[0] is not t:
+                raise name_clash(t.name, seen, (t, where))
+    return {name: t for name, (t, _) in index.items()}
 
 
 @overload

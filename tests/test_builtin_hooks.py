@@ -516,9 +516,8 @@ class ToolBringer:
         self.tools = [hook_ping]
 
 
-async def test_hook_tools_come_first_and_win_by_name() -> None:
-    """Hook tools are listed before the agent's; of two tools with one name the hook's wins
-    (the model sees it once, and it is the one that runs)."""
+async def test_hook_tools_come_first() -> None:
+    """Hook tools are listed before the agent's, and the model can call them."""
     runs: list[str] = []
 
     @tool
@@ -526,16 +525,29 @@ async def test_hook_tools_come_first_and_win_by_name() -> None:
         return "other"
 
     model = ScriptedChatModel([*calling("ping", 1), "done"])
-    agent = ReactAgent(
-        "a",
-        model,
-        tools=[other, counting_tool("ping", runs)],
-        hooks=[ToolBringer(runs)],
-    )
+    agent = ReactAgent("a", model, tools=[other], hooks=[ToolBringer(runs)])
     await agent.invoke("go")
     assert model.requests[0].tools == ("ping", "other")
     assert runs == ["hook"]
     assert seen_responses(model.requests[1])[0].response_data == "from hook"
+
+
+def test_hook_tool_named_like_an_agent_tool_is_refused() -> None:
+    """A hook's tool and an agent's tool with one name: a ValueError at construction that
+    names the name, both functions and where each came from — no tool is shadowed."""
+    with pytest.raises(ValueError, match="two tools are named 'ping'") as info:
+        ReactAgent(
+            "a",
+            ScriptedChatModel([]),
+            tools=[counting_tool("ping", [])],
+            hooks=[ToolBringer([])],
+        )
+    message = str(info.value)
+    assert "ToolBringer.__init__.<locals>.hook_ping (hook 'bringer') and " in message
+    assert message.endswith(
+        "counting_tool.<locals>.run (the agent's tools); tool names must be unique "
+        "(rename one with @tool(name=...))"
+    )
 
 
 async def test_max_iterations_still_applies_with_hooks() -> None:

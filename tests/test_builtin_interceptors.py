@@ -427,9 +427,14 @@ async def test_selection_by_model() -> None:
     assert prompt.endswith("go")
 
 
-async def test_selection_by_model_with_unusable_answer_keeps_always_include() -> None:
-    """A selector model answering non-JSON narrows the tools to always_include only."""
-    selector = ScriptedChatModel(["I would use a"])
+@pytest.mark.parametrize(
+    "answer", ["I would use a", "[" * 100_000 + "]" * 100_000, '["a", 1' + "0" * 5000 + "]"]
+)
+async def test_selection_by_model_with_unusable_answer_keeps_always_include(answer: str) -> None:
+    """A selector model answering non-JSON, or JSON past the bounded parser's limits
+    (100,000 nested arrays, a 5,000-digit number), narrows the tools to always_include
+    only — never a RecursionError out of the model call."""
+    selector = ScriptedChatModel([answer])
     assert await selected(ToolSelectionInterceptor(selector, always_include=["c"])) == ("c",)
 
 

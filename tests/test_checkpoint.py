@@ -21,11 +21,15 @@ from hypothesis import strategies as st
 
 from reactcore import (
     AssistantMessage,
+    AudioPart,
+    FilePart,
+    ImagePart,
     KeyStrategy,
     Message,
     OverAllState,
     Remove,
     SystemMessage,
+    TextPart,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -65,10 +69,21 @@ json_values = st.recursive(
 )
 json_objects = st.dictionaries(texts, json_values, max_size=3)
 tool_calls = st.builds(ToolCall, identifiers, identifiers, texts)
-responses = st.builds(ToolResponse, identifiers, identifiers, texts, st.booleans())
+optional_texts = st.none() | texts
+content_parts = st.lists(
+    st.one_of(
+        st.builds(TextPart, texts),
+        st.builds(ImagePart, texts, st.none() | st.sampled_from(["auto", "low", "high"])),
+        st.builds(AudioPart, texts, st.sampled_from(["wav", "mp3"])),
+        st.builds(FilePart, texts, optional_texts, optional_texts),
+        st.builds(FilePart, optional_texts, texts, optional_texts),
+    ),
+    max_size=3,
+)
+responses = st.builds(ToolResponse, identifiers, identifiers, texts, st.booleans(), content_parts)
 messages: st.SearchStrategy[Message] = st.one_of(
-    st.builds(SystemMessage, texts),
-    st.builds(UserMessage, texts),
+    st.builds(SystemMessage, texts, st.sampled_from(["system", "developer"])),
+    st.builds(UserMessage, texts, content_parts),
     st.builds(AssistantMessage, texts, st.lists(tool_calls, max_size=3), json_objects),
     st.builds(ToolResponseMessage, st.lists(responses, max_size=3), json_objects),
 )
@@ -125,7 +140,8 @@ def assert_same(loaded: Checkpoint, original: Checkpoint) -> None:
 @given(checkpoints)
 def test_any_checkpoint_round_trips_exactly(original: Checkpoint) -> None:
     """Every field comes back: messages of every type with tool calls, ``is_error`` and
-    metadata, a single message, ``Usage``, JSON values, strategies, interrupt, metadata."""
+    metadata, the developer role, content parts of user messages and tool responses, a
+    single message, ``Usage``, JSON values, strategies, interrupt, metadata."""
     assert_same(load_checkpoint(dump_checkpoint(original)), original)
 
 
@@ -174,6 +190,11 @@ class Point:
     x: int
 
 
+@attrs.frozen
+class LoudMessage(UserMessage):
+    """A subclass: a checkpoint would bring it back as a plain UserMessage, or not at all."""
+
+
 @pytest.mark.parametrize(
     ("value", "detail"),
     [
@@ -187,6 +208,7 @@ class Point:
         (float("nan"), "nan at $"),
         ([1, {"deep": [frozenset()]}], "frozenset at $[1]['deep'][0]"),
         ([UserMessage("hi"), "not a message"], "UserMessage at $[0]"),
+        ([LoudMessage("hi")], "LoudMessage at $[0]"),
         ([AssistantMessage("a", (), {"at": object()})], "object at $[0].metadata['at']"),
         (AssistantMessage("a", (), {"at": {2}}), "set at $[0].metadata['at']"),
     ],
@@ -198,6 +220,53 @@ def test_unsupported_values_are_refused_naming_the_key(value: Any, detail: str) 
     with pytest.raises(TypeError, match=r"state key 'bad'") as info:
         dump_checkpoint(Checkpoint("t", state, "end", 0, "r"))
     assert detail in str(info.value)
+
+
+def unchecked_user_message(text: Any) -> UserMessage:
+    """A ``UserMessage`` made with attrs validation switched off, as a caller can."""
+    with attrs.validators.disabled():
+        return UserMessage(text)
+
+
+IMAGE_CONTENT = [
+    {"type": "text", "text": "What is this?"},
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+]
+
+
+def test_a_message_that_would_not_load_back_is_refused_naming_key_and_path() -> None:
+    """A message whose field has the wrong type (here wire content parts put into
+    ``UserMessage.text`` with validation off) is a ``TypeError`` at dump time naming the
+    state key and the place, instead of a checkpoint that ``load_checkpoint`` refuses."""
+    state = OverAllState({"messages": [UserMessage("hi"), unchecked_user_message(IMAGE_CONTENT)]})
+    with pytest.raises(TypeError) as info:
+        dump_checkpoint(Checkpoint("t", state, "end", 0, "r"))
+    text = str(info.value)
+    assert text.startswith("state key 'messages' cannot be checkpointed: it would not load back")
+    assert "expected a string, got list" in text
+    assert text.endswith("@ $[1].text")
+
+
+def test_a_single_message_or_usage_that_would_not_load_back_is_refused() -> None:
+    """The same holds for a message as a state value of its own and for ``Usage``."""
+    for key, value, where in [
+        ("answer", unchecked_user_message(7), "@ $.text"),
+        ("_TOKEN_USAGE_", Usage("3", 1, 4), "@ $.prompt_tokens"),  # type: ignore[arg-type]
+    ]:
+        state = OverAllState({"messages": [UserMessage("hi")], key: value})
+        with pytest.raises(TypeError, match=rf"state key '{key}' cannot be checkpointed") as info:
+            dump_checkpoint(Checkpoint("t", state, "end", 0, "r"))
+        assert str(info.value).endswith(where)
+
+
+def test_checkpoint_fields_that_would_not_load_back_are_refused() -> None:
+    """A checkpoint field of the wrong type (step as a string, a next step the loop does
+    not know) is refused at dump time, naming each field."""
+    bad = Checkpoint("t", OverAllState({}), "later", "3", "r")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="the checkpoint cannot be written") as info:
+        dump_checkpoint(bad)
+    assert "@ $.step" in str(info.value)
+    assert "@ $.next" in str(info.value)
 
 
 def test_unsupported_checkpoint_metadata_is_refused() -> None:
@@ -341,6 +410,24 @@ async def test_put_get_list_delete(saver: Saver) -> None:
     assert await saver.get("t") is None
     assert await saver.list("t") == []
     await saver.delete("t")  # forgetting twice is fine
+
+
+async def test_content_parts_and_roles_round_trip_through_each_saver(saver: Saver) -> None:
+    """A history with the developer role, user content parts and a tool's image comes
+    back from either saver equal to what was put."""
+    image = ImagePart("data:image/png;base64,iVBORw0KGgo=", "low")
+    history: list[Message] = [
+        SystemMessage("rules", role="developer"),
+        UserMessage("look", [image, TextPart("closely"), AudioPart("UklGRg==", "wav")]),
+        AssistantMessage("", [ToolCall("c", "chart")]),
+        ToolResponseMessage([ToolResponse("c", "chart", "", parts=[image, FilePart(file_id="f")])]),
+    ]
+    stored = Checkpoint("t", OverAllState({"messages": history}), "model", 0, "r")
+    await saver.put("t", stored)
+    latest = await saver.get("t")
+    assert latest is not None
+    assert_same(latest, stored)
+    assert latest.state["messages"][1].parts[0] == image
 
 
 async def test_order_is_the_order_of_put(saver: Saver) -> None:
@@ -499,6 +586,24 @@ async def test_sqlite_refused_value_stores_nothing(tmp_path: Path) -> None:
         with pytest.raises(TypeError, match="state key 'when'"):
             await saver.put("t", checkpoint(0, when=object()))
         assert await saver.list("t") == []
+
+
+async def test_sqlite_unreadable_checkpoint_is_refused_and_the_latest_kept(tmp_path: Path) -> None:
+    """A put of a checkpoint that would not load back raises ``TypeError`` and stores
+    nothing: the thread's latest checkpoint is still the last good one, and it loads
+    (the thread can go on), also from a new saver on the same file."""
+    good = checkpoint(1)
+    history = [*good.state["messages"], unchecked_user_message(IMAGE_CONTENT)]
+    bad = attrs.evolve(checkpoint(2), state=OverAllState({"messages": history}))
+    async with SqliteSaver(tmp_path / "cp.db") as saver:
+        await saver.put("t", good)
+        with pytest.raises(TypeError, match=r"state key 'messages' .* @ \$\[2\]\.text"):
+            await saver.put("t", bad)
+        latest = await saver.get("t")
+        assert latest is not None
+        assert_same(latest, good)
+    async with SqliteSaver(tmp_path / "cp.db") as reopened:
+        assert [c.step for c in await reopened.list("t")] == [1]
 
 
 async def test_sqlite_write_waiting_on_a_lock_leaves_the_loop_running(tmp_path: Path) -> None:

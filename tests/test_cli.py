@@ -130,8 +130,12 @@ def test_bench_checks_answers_and_cleanups(quick: _QuickRun) -> None:
     mixed = [r for r in records if r["workload"] == "mixed" and r["skipped"] is None]
     assert mixed
     for record in mixed:
-        assert record["answers"]["timeout"] > 0
-        assert record["answers"]["error"] > 0
+        assert record["answers"].get("timeout", 0) > 0
+        if record["executor"].startswith("reactcore"):
+            # Queueing never counts against reactcore's clock, so the raising tools always
+            # run and raise; the seed's clock runs in its queue, and on a loaded machine
+            # every one of its calls may time out first.
+            assert record["answers"].get("error", 0) > 0
     cancels = [r for r in records if r["workload"] == "cancel"]
     for record in cancels:
         if record["executor"].startswith("reactcore"):

@@ -151,12 +151,14 @@ async def test_streaming_by_default_and_whole_when_asked() -> None:
 
     node = AgentLlmNode(model, tools=[lookup])
     update = await node(user_state(), RunnableConfig(context={"_chunk_listener_": listen}))
-    assert update["messages"] == [answer]
+    # The answer enters the state with the tools the model was shown.
+    recorded = attrs.evolve(answer, visible_tools=("lookup",))
+    assert update["messages"] == [recorded]
     assert len([c for c in got if c.text]) == 4
     got.clear()
     config = RunnableConfig(metadata={"_stream_": False}, context={"_chunk_listener_": listen})
     update = await node(user_state(), config)
-    assert update["messages"] == [answer]
+    assert update["messages"] == [recorded]
     assert got == []
 
 

@@ -9,7 +9,11 @@ import pytest
 
 from reactcore import (
     AssistantMessage,
+    AudioPart,
+    FilePart,
+    ImagePart,
     SystemMessage,
+    TextPart,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -19,13 +23,22 @@ from reactcore import (
 CALL = ToolCall("c1", "search", '{"q": "x"}')
 RESPONSE = ToolResponse("c1", "search", "found")
 
+IMAGE = ImagePart("https://example.com/cat.png", "low")
+
 ALL_MESSAGES: list[Any] = [
     SystemMessage("be brief"),
+    SystemMessage("be brief", role="developer"),
     UserMessage("hi"),
+    UserMessage("look", [IMAGE, TextPart("and this")]),
     AssistantMessage("ok", (CALL,), {"k": 1}),
     ToolResponseMessage((RESPONSE,), {"finish_reason": "return_direct"}),
     CALL,
     RESPONSE,
+    ToolResponse("c1", "chart", "", parts=[IMAGE]),
+    TextPart("t"),
+    IMAGE,
+    AudioPart("UklGRg==", "wav"),
+    FilePart(file_id="file-1"),
 ]
 
 
@@ -78,6 +91,13 @@ def test_assistant_tool_calls_become_a_tuple() -> None:
     hash(from_list)
 
 
+def test_parts_become_a_tuple() -> None:
+    """A list of parts becomes a tuple, so the message stays hashable."""
+    message = UserMessage("x", [IMAGE])
+    assert message.parts == (IMAGE,)
+    assert hash(message) == hash(UserMessage("x", (IMAGE,)))
+
+
 def test_tool_responses_become_a_tuple() -> None:
     """ToolResponseMessage turns a list of responses into a tuple."""
     message = ToolResponseMessage([RESPONSE, RESPONSE])
@@ -86,11 +106,15 @@ def test_tool_responses_become_a_tuple() -> None:
 
 
 def test_defaults() -> None:
-    """Defaults: assistant text "" / no calls / empty metadata; arguments "{}"; not an error."""
+    """Defaults: assistant text "" / no calls / empty metadata; arguments "{}"; not an
+    error; no parts; the system role."""
     assistant = AssistantMessage()
     assert (assistant.text, assistant.tool_calls, dict(assistant.metadata)) == ("", (), {})
     assert ToolCall("i", "n").arguments == "{}"
     assert ToolResponse("i", "n", "r").is_error is False
+    assert ToolResponse("i", "n", "r").parts == ()
+    assert UserMessage("hi").parts == ()
+    assert SystemMessage("s").role == "system"
     assert dict(ToolResponseMessage([]).metadata) == {}
 
 
@@ -98,3 +122,38 @@ def test_default_metadata_is_not_shared() -> None:
     """Each message gets its own metadata dict, so one cannot leak into another."""
     assert AssistantMessage().metadata is not AssistantMessage().metadata
     assert ToolResponseMessage([]).metadata is not ToolResponseMessage([]).metadata
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: SystemMessage(None), "SystemMessage.text must be a str, got NoneType"),
+        (lambda: UserMessage(["hi"]), "UserMessage.text must be a str, got list ['hi']"),
+        (lambda: AssistantMessage(3), "AssistantMessage.text must be a str, got int 3"),
+        (
+            lambda: AssistantMessage("", [{"id": "c"}]),
+            "AssistantMessage.tool_calls[0] must be a ToolCall, got dict",
+        ),
+        (lambda: AssistantMessage("", (), None), "AssistantMessage.metadata must be a Mapping"),
+        (lambda: ToolCall("c", "f", {"q": 1}), "ToolCall.arguments must be a str, got dict"),
+        (lambda: ToolResponse("c", "f", b"png"), "ToolResponse.response_data must be a str"),
+        (lambda: ToolResponse("c", "f", "r", 1), "ToolResponse.is_error must be a bool, got int"),
+        (
+            lambda: ToolResponseMessage(["done"]),
+            "ToolResponseMessage.responses[0] must be a ToolResponse, got str 'done'",
+        ),
+    ],
+)
+def test_fields_are_type_checked_where_a_message_is_made(make: Any, message: str) -> None:
+    """A message with a field of the wrong type fails when it is built, with a TypeError
+    naming the class, the field (and item) and what it got; so no malformed message
+    reaches a checkpoint that could not be read back."""
+    with pytest.raises(TypeError) as info:
+        make()
+    assert str(info.value).startswith(message)
+
+
+def test_evolve_checks_types_too() -> None:
+    """A changed copy made with attrs.evolve is checked like a new message."""
+    with pytest.raises(TypeError, match=r"UserMessage.text must be a str"):
+        attrs.evolve(UserMessage("hi"), text=None)

@@ -15,8 +15,12 @@ from hypothesis import strategies as st
 
 from reactcore import (
     AssistantMessage,
+    AudioPart,
+    FilePart,
+    ImagePart,
     Message,
     SystemMessage,
+    TextPart,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -32,21 +36,45 @@ texts = st.text(max_size=30)
 identifiers = st.text(string.ascii_letters + string.digits + "_-", min_size=1, max_size=10)
 
 
+optional_texts = st.none() | texts
+content_parts = st.one_of(
+    st.builds(TextPart, texts),
+    st.builds(ImagePart, texts, st.none() | st.sampled_from(["auto", "low", "high"])),
+    st.builds(AudioPart, texts, st.sampled_from(["wav", "mp3"])),
+    st.builds(FilePart, texts, optional_texts, optional_texts),
+    st.builds(FilePart, optional_texts, texts, optional_texts),
+)
+
+
+@st.composite
+def text_and_parts(draw: st.DrawFn) -> tuple[str, list[Any]]:
+    """A text and content parts as the wire tells them apart: an empty text is followed
+    by no text part (on the wire, a first text part is the text)."""
+    text = draw(texts)
+    parts = draw(st.lists(content_parts, max_size=3))
+    while not text and parts and isinstance(parts[0], TextPart):
+        parts = parts[1:]
+    return text, parts
+
+
 @st.composite
 def turns(draw: st.DrawFn) -> list[Message]:
     """One turn: a system, user or assistant message; an assistant's calls get answers."""
     kind = draw(st.sampled_from(["system", "user", "assistant", "calls"]))
     if kind == "system":
-        return [SystemMessage(draw(texts))]
+        return [SystemMessage(draw(texts), draw(st.sampled_from(["system", "developer"])))]
     if kind == "user":
-        return [UserMessage(draw(texts))]
+        return [UserMessage(*draw(text_and_parts()))]
     if kind == "assistant":
         return [AssistantMessage(draw(texts))]
     ids = draw(st.lists(identifiers, min_size=1, max_size=4, unique=True))
     calls = [ToolCall(i, draw(identifiers), draw(texts)) for i in ids]
     answered = draw(st.permutations(calls))[: draw(st.integers(1, len(calls)))]
     # The wire carries neither is_error nor metadata: generate their defaults only.
-    responses = [ToolResponse(c.id, c.name, draw(texts)) for c in answered]
+    responses = []
+    for c in answered:
+        text, parts = draw(text_and_parts())
+        responses.append(ToolResponse(c.id, c.name, text, parts=parts))
     return [AssistantMessage(draw(texts), calls), ToolResponseMessage(responses)]
 
 
@@ -62,16 +90,18 @@ relaxed = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @relaxed
 @given(conversations)
 def test_messages_round_trip_through_the_wire(messages: list[Message]) -> None:
-    """messages → wire → messages gives the same messages, for every message kind."""
-    assert messages_from_wire(messages_to_wire(messages)) == messages
+    """messages → wire → messages gives the same messages, for every message kind, with
+    the developer role and content parts (tools' parts as content parts of the tool
+    items, ``tool_media="parts"``: the API's own tool messages take text only)."""
+    assert messages_from_wire(messages_to_wire(messages, tool_media="parts")) == messages
 
 
 @relaxed
 @given(conversations)
 def test_wire_round_trip_through_messages(messages: list[Message]) -> None:
     """A well-formed wire list (as JSON) → messages → wire gives the same list back."""
-    wire = json.loads(json.dumps(messages_to_wire(messages)))
-    assert messages_to_wire(messages_from_wire(wire)) == wire
+    wire = json.loads(json.dumps(messages_to_wire(messages, tool_media="parts")))
+    assert messages_to_wire(messages_from_wire(wire), tool_media="parts") == wire
 
 
 def test_wire_shape_of_each_message_kind() -> None:
@@ -165,11 +195,13 @@ def test_tool_item_name_on_the_wire_wins_and_unknown_ids_have_no_name() -> None:
     ]
 
 
-def test_developer_role_reads_as_a_system_message() -> None:
-    """The "developer" role (newer OpenAI models) reads as a SystemMessage."""
-    assert messages_from_wire([{"role": "developer", "content": "rules"}]) == [
-        SystemMessage("rules")
-    ]
+def test_developer_role_is_kept_as_its_own_role() -> None:
+    """The "developer" role (newer OpenAI models) reads as a SystemMessage that keeps the
+    role, and is written back as "developer"; a plain system message stays "system"."""
+    wire = [{"role": "developer", "content": "rules"}, {"role": "system", "content": "be kind"}]
+    messages = messages_from_wire(wire)
+    assert messages == [SystemMessage("rules", role="developer"), SystemMessage("be kind")]
+    assert messages_to_wire(messages) == wire
 
 
 def test_is_error_and_metadata_are_dropped_on_the_wire() -> None:
@@ -191,16 +223,29 @@ def test_is_error_and_metadata_are_dropped_on_the_wire() -> None:
     ]
 
 
-@pytest.mark.parametrize("role", ["system", "user", "assistant", "tool"])
+@pytest.mark.parametrize("role", ["system", "developer", "assistant"])
 def test_content_part_lists_read_as_text(role: str) -> None:
-    """A content list of {"type": "text"} parts reads as the parts' texts joined."""
+    """A content list of {"type": "text"} parts of a system, developer or assistant item
+    reads as the parts' texts joined."""
     parts = [{"type": "text", "text": "Hello, "}, {"type": "text", "text": "world"}]
-    item: dict[str, Any] = {"role": role, "content": parts}
-    if role == "tool":
-        item["tool_call_id"] = "c"
-    [message] = messages_from_wire([item])
-    text = message.responses[0].response_data if role == "tool" else message.text  # type: ignore[union-attr]
-    assert text == "Hello, world"
+    [message] = messages_from_wire([{"role": role, "content": parts}])
+    assert message.text == "Hello, world"  # type: ignore[union-attr]
+
+
+def test_user_and_tool_content_lists_keep_their_parts() -> None:
+    """A user or tool item's content list keeps its parts: the first text part is the
+    text, the others follow as parts, in order (so the item is written back as it was)."""
+    content = [{"type": "text", "text": "Hello, "}, {"type": "text", "text": "world"}]
+    wire = [
+        {"role": "user", "content": content},
+        {"role": "tool", "tool_call_id": "c", "content": content},
+    ]
+    user, tools = messages_from_wire(wire)
+    assert user == UserMessage("Hello, ", [TextPart("world")])
+    assert tools == ToolResponseMessage(
+        [ToolResponse("c", "", "Hello, ", parts=[TextPart("world")])]
+    )
+    assert messages_to_wire([user, tools], tool_media="parts") == wire
 
 
 def test_provider_extra_keys_are_tolerated() -> None:
@@ -297,6 +342,26 @@ _CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "
             [{"role": "user", "content": [{"type": "text", "text": 1}]}],
             ["messages[0].content"],
             id="content-part-text-not-string",
+        ),
+        pytest.param(
+            [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],
+            ["messages[0].content[0].image_url.url", "missing"],
+            id="image-part-without-url",
+        ),
+        pytest.param(
+            [{"role": "user", "content": [{"type": "video", "video": {}}]}],
+            ["messages[0].content[0]", '"image_url"', "'video'"],
+            id="unknown-part-type",
+        ),
+        pytest.param(
+            [{"role": "tool", "tool_call_id": "c", "content": [{"type": "file", "file": {}}]}],
+            ["messages[0].content[0]", "file_data or file_id"],
+            id="file-part-without-data-or-id",
+        ),
+        pytest.param(
+            [{"role": "user", "content": ["hi"]}],
+            ["messages[0].content", "['hi']"],
+            id="part-not-object",
         ),
         pytest.param(["hello"], ["messages[0]", "expected an object"], id="item-not-object"),
         pytest.param("hello", ["expected an array", "str"], id="payload-not-list"),

@@ -97,8 +97,9 @@ async def test_resolution_order_node_then_dynamic_then_resolver() -> None:
     assert texts(update)[:3] == ["node", "from dynamic", "from resolver"]
     unknown = responses(update)[3]
     assert unknown.is_error
-    assert unknown.response_data.startswith("Tool not available: missing")
-    assert "echo" in unknown.response_data and "only_dynamic" in unknown.response_data
+    assert unknown.response_data == (
+        "Error: Tool not available: missing. Available tools: echo, only_dynamic"
+    )
     assert asked.count("missing") >= 1 and "echo" not in asked
 
 

@@ -7,6 +7,7 @@ import functools
 import inspect
 import json
 import threading
+import typing
 from typing import Any, Literal
 
 import anyio
@@ -16,6 +17,8 @@ import attrs
 import pytest
 
 from reactcore import (
+    AgentToolNode,
+    AssistantMessage,
     KeyStrategy,
     OverAllState,
     RunnableConfig,
@@ -230,6 +233,15 @@ POINT_SCHEMA = {
         (int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
         (list[str], {"type": "array", "items": {"type": "string"}}),
         (tuple[float, ...], {"type": "array", "items": {"type": "number"}}),
+        (
+            tuple[int, str],
+            {
+                "type": "array",
+                "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        ),
         (dict[str, bool], {"type": "object", "additionalProperties": {"type": "boolean"}}),
         (
             list[dict[str, int | None]],
@@ -314,13 +326,24 @@ def test_parameters_schema_required_and_defaults() -> None:
     }
 
 
-def test_unannotated_parameter_accepts_any_json() -> None:
-    """A parameter without a hint is ``Any``: an empty schema, any JSON value accepted."""
+def test_unannotated_parameter_is_a_type_error_at_definition() -> None:
+    """A parameter without a hint is refused when the tool is defined (not a silent ``{}``
+    schema); ``Any`` says "any JSON value" explicitly."""
 
     def loose(value):  # type: ignore[no-untyped-def]
         return value
 
-    loose_tool = Tool.from_function(loose)
+    with pytest.raises(TypeError) as info:
+        Tool.from_function(loose)
+    assert str(info.value) == (
+        "tool 'loose', parameter 'value': has no type annotation; annotate it "
+        "(Any accepts any JSON value)"
+    )
+
+    def explicit(value: Any) -> Any:
+        return value
+
+    loose_tool = Tool.from_function(explicit)
     assert loose_tool.parameters["properties"] == {"value": {}}
     assert loose_tool.parse_arguments('{"value": [1, {"a": null}]}') == {"value": [1, {"a": None}]}
 
@@ -344,7 +367,6 @@ def test_no_parameters_is_an_empty_closed_object() -> None:
         (object, "object"),
         (Plain, "Plain"),
         (list, "list"),
-        (tuple[int, str], "tuple[int, str]"),
         (dict[int, str], "dict[int, str]"),
         (HasSet, "set[int]"),
         (int | str, "int | str"),
@@ -359,6 +381,28 @@ def test_unsupported_types_are_a_type_error_at_definition(hint: Any, named: str)
     with pytest.raises(TypeError) as info:
         Tool.from_function(fn_with(hint), name="t")
     assert named in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("hint", "message"),
+    [
+        (bytes, "tool 't', parameter 'x': cannot describe bytes as JSON Schema"),
+        (set[int], "tool 't', parameter 'x': cannot describe set[int] as JSON Schema"),
+        (Plain, "tool 't', parameter 'x': cannot describe Plain as JSON Schema"),
+    ],
+    ids=repr,
+)
+def test_unsupported_type_error_names_the_tool_and_the_parameter(hint: Any, message: str) -> None:
+    """The TypeError at definition says which tool, which parameter, and which type."""
+    with pytest.raises(TypeError) as info:
+        Tool.from_function(fn_with(hint), name="t")
+    assert str(info.value) == message
+
+
+def test_unreadable_union_error_names_the_tool_and_the_parameter() -> None:
+    """A union the converter cannot read back names the tool, parameter and union."""
+    with pytest.raises(TypeError, match=r"^tool 't', parameter 'x': cannot read int \| str"):
+        Tool.from_function(fn_with(int | str), name="t")
 
 
 def test_ambiguous_union_of_attrs_classes_is_a_type_error() -> None:
@@ -383,6 +427,28 @@ def test_tool_context_parameter_is_hidden_from_the_schema() -> None:
     assert remember.parameters["required"] == ["fact"]
     with pytest.raises(ToolArgumentError, match="unexpected ctx"):
         remember.parse_arguments('{"fact": "f", "ctx": {}}')
+
+
+@pytest.mark.parametrize(
+    "hint",
+    [ToolContext, ToolContext | None, typing.Optional[ToolContext]],  # noqa: UP045
+    ids=repr,
+)
+def test_optional_tool_context_is_injected_and_hidden(hint: Any) -> None:
+    """``ToolContext | None`` and ``Optional[ToolContext]`` are the context parameter too:
+    hidden from the schema, refused from the model, injected by ``bind``."""
+
+    def remember(fact: str, ctx: Any = None) -> str:
+        return fact
+
+    remember.__annotations__ = {"fact": str, "ctx": hint, "return": str}
+    remember_tool = Tool.from_function(remember)
+    assert remember_tool.wants_context is True
+    assert remember_tool.parameters["properties"] == {"fact": {"type": "string"}}
+    with pytest.raises(ToolArgumentError, match="unexpected ctx"):
+        remember_tool.parse_arguments('{"fact": "f", "ctx": null}')
+    ctx = context()
+    assert remember_tool.bind({"fact": "f"}, ctx) == {"fact": "f", "ctx": ctx}
 
 
 def test_bind_injects_the_context_under_its_parameter_name() -> None:
@@ -671,10 +737,10 @@ def test_every_problem_is_reported_at_once() -> None:
     [
         ('{"count": ', "not valid JSON"),
         ("{'count': 1}", "not valid JSON"),
-        ("[1, 2]", "must be a JSON object, got list"),
-        ("5", "must be a JSON object, got int"),
-        ('"text"', "must be a JSON object, got str"),
-        ("null", "must be a JSON object, got NoneType"),
+        ("[1, 2]", "invalid arguments for tool 'everything': expected a JSON object, got array"),
+        ("5", "invalid arguments for tool 'everything': expected a JSON object, got number"),
+        ('"text"', "invalid arguments for tool 'everything': expected a JSON object, got string"),
+        ("null", "invalid arguments for tool 'everything': expected a JSON object, got null"),
     ],
 )
 def test_malformed_or_non_object_json_is_an_argument_error(raw: str, fragment: str) -> None:
@@ -710,3 +776,21 @@ def test_parsed_arguments_call_the_function() -> None:
 
     kwargs = area.parse_arguments('{"shape": {"name": "sq", "corners": [{"x": 0}]}, "scale": 2}')
     assert area.func(**kwargs) == 2.0
+
+
+@pytest.mark.anyio
+async def test_optional_tool_context_reaches_the_tool_through_the_node() -> None:
+    """A tool declaring ``ctx: ToolContext | None = None`` gets the real context from the
+    node, and its update lands in the state."""
+
+    @tool
+    async def note(text: str, ctx: ToolContext | None = None) -> str:
+        assert ctx is not None
+        ctx.update["notes"] = [text]
+        return f"{ctx.call.id}:{ctx.tool_context['user']}"
+
+    node = AgentToolNode([note], tool_context={"user": "ada"})
+    asking = AssistantMessage("", [ToolCall("n1", "note", '{"text": "hi"}')])
+    update = await node(OverAllState({"messages": [UserMessage("go"), asking]}))
+    assert update["messages"][-1].responses[0].response_data == "n1:ada"
+    assert update["notes"] == ["hi"]

@@ -44,7 +44,15 @@ from cattrs.errors import BaseValidationError
 
 from .._exceptions import ModelError, ModelHTTPError, ModelStreamError, ModelTimeoutError
 from .._logging import get_logger
-from .._serde import _wire_hook, assistant_from_wire, converter, describe_error, messages_to_wire
+from .._serde import (
+    TOOL_MEDIA,
+    ToolMedia,
+    _wire_hook,
+    assistant_from_wire,
+    converter,
+    describe_error,
+    messages_to_wire,
+)
 from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, ToolSpec, Usage
 
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -143,17 +151,20 @@ def _tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def request_body(request: ModelRequest, model: str, *, stream: bool) -> dict[str, Any]:
+def request_body(
+    request: ModelRequest, model: str, *, stream: bool, tool_media: ToolMedia = "describe"
+) -> dict[str, Any]:
     """The JSON body of a chat-completions request for ``request``.
 
     The system message goes first; tools are the visible ones (the key is left out when
     there are none); options are sent only when set; ``extra_body`` is merged in last.
+    ``tool_media`` says how tools' images and files are sent (see ``messages_to_wire``).
     """
     options = request.options
     system = [request.system_message] if request.system_message is not None else []
     body: dict[str, Any] = {
         "model": options.model or model,
-        "messages": messages_to_wire([*system, *request.messages]),
+        "messages": messages_to_wire([*system, *request.messages], tool_media=tool_media),
     }
     tools = [_tool_to_wire(spec) for spec in request.visible_tool_specs()]
     if tools:
@@ -441,6 +452,12 @@ class OpenAIChatModel:
     through a given ``http_client``. ``max_retries``, ``retry_backoff`` (the first pause)
     and ``retry_after_cap`` shape the retries described in the module docstring.
 
+    ``tool_media`` is how what tools return besides text (images, files) reaches the
+    model, which takes only text in ``tool`` messages: ``"describe"`` (the default) in
+    words in the tool message; ``"user_message"`` also whole in a user message after
+    the tool messages, for vision models; ``"parts"`` as the tool message's own content
+    parts, for providers that accept them (see ``messages_to_wire``).
+
     The model owns the HTTP client it makes and closes it in ``aclose()`` (or at the end
     of ``async with``); a given ``http_client`` is left open for its owner.
     """
@@ -453,6 +470,9 @@ class OpenAIChatModel:
     retry_after_cap: float = attrs.field(default=60.0, kw_only=True)
     retry_backoff: float = attrs.field(default=0.5, kw_only=True)
     http_client: httpx.AsyncClient | None = attrs.field(default=None, kw_only=True, repr=False)
+    tool_media: ToolMedia = attrs.field(
+        default="describe", kw_only=True, validator=attrs.validators.in_(TOOL_MEDIA)
+    )
     _client: httpx.AsyncClient = attrs.field(
         init=False, repr=False, default=attrs.Factory(_client_for, takes_self=True)
     )
@@ -472,20 +492,23 @@ class OpenAIChatModel:
 
     async def call(self, request: ModelRequest) -> ModelResponse:
         """The model's whole answer to ``request`` (retried as the module says)."""
-        response = await self._send(request_body(request, self.model, stream=False), False)
+        response = await self._send(self._body(request, stream=False), False)
         payload = _json(response.text, ModelError, "the answer")
         return parse_completion(payload)
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
         """The model's answer as chunks; the response is closed when the block ends."""
-        response = await self._send(request_body(request, self.model, stream=True), True)
+        response = await self._send(self._body(request, stream=True), True)
         chunks = _ChunkStream(response)
         try:
             yield chunks
         finally:
             with anyio.CancelScope(shield=True):
                 await chunks.aclose()
+
+    def _body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        return request_body(request, self.model, stream=stream, tool_media=self.tool_media)
 
     @property
     def _url(self) -> str:

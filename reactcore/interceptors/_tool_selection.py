@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 import attrs
 
 from .._interceptors import ModelHandler
+from .._json import loads
 from .._messages import UserMessage
 from .._models.base import ChatModel, ModelRequest, ModelResponse
 
@@ -28,8 +28,8 @@ async def _ask_model(model: ChatModel, request: ModelRequest) -> list[str]:
     prompt = _PROMPT.format(tools=listing, question=question)
     answer = await model.call(ModelRequest([UserMessage(prompt)], context={}))
     try:
-        names = json.loads(answer.message.text)
-    except json.JSONDecodeError:
+        names = loads(answer.message.text)
+    except ValueError:  # malformed, or past the bounded parser's limits
         return []  # an unusable selection narrows nothing away but always_include
     return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
@@ -39,7 +39,11 @@ class ToolSelectionInterceptor:
     """Before each model call, keeps only the tools ``selector`` picks (plus
     ``always_include``), at most ``max_tools`` of them: the first ones it names.
     ``selector`` is a function of the request (sync or async) returning tool names, or a
-    ``ChatModel`` asked to pick them."""
+    ``ChatModel`` asked to pick them.
+
+    The narrowing is enforced, not advisory: the answer records the tools the model was
+    shown, and the tool node refuses a call of any other tool it knows, so selection can
+    carry permissions (per user, per tenant)."""
 
     selector: Selector | ChatModel
     max_tools: int | None = attrs.field(
