@@ -31,7 +31,7 @@ from .._config import RunnableConfig
 from .._events import Event
 from .._exceptions import ModelError, ModelHTTPError, RunCancelled, ToolExecutionError
 from .._interceptors import ToolCallRequest, ToolCallResponse, ToolHandler
-from .._llm_node import MODEL_ITERATION, STREAM
+from .._llm_node import MODEL_ITERATION, STREAM, visible_names
 from .._loop import Loop, Start, apply_decisions
 from .._models.base import ModelRequest, ModelResponse
 from .._result import AgentResult
@@ -175,7 +175,11 @@ class _ModelActivities:
         except ActivityError as exc:
             raise _model_error(exc) from exc
         out = codec.loads(text, codec.ModelOutput)
-        return ModelResponse(out.message, out.usage)
+        message = out.message
+        if message.tool_calls:
+            # As the node's own innermost handler does: the tools this request showed.
+            message = attrs.evolve(message, visible_tools=visible_names(request))
+        return ModelResponse(message, out.usage)
 
 
 @attrs.define(eq=False)
