@@ -29,6 +29,7 @@ from temporalio.exceptions import ApplicationError
 from reactcore import (
     Approve,
     AssistantMessage,
+    Edit,
     ModelHTTPError,
     ReactAgent,
     Reject,
@@ -43,7 +44,7 @@ from reactcore import (
 )
 from reactcore._events import RunFinished
 from reactcore.interceptors import ModelRetryInterceptor
-from reactcore.temporal import TemporalAgent, TemporalRun, worker
+from reactcore.temporal import TemporalAgent, TemporalRun, replayer, worker
 from reactcore.temporal.testing import DevServer, temporal_cli
 from reactcore.testing import ScriptedChatModel
 
@@ -308,7 +309,7 @@ async def test_approval_round_trip_ends_as_in_process(
     server: DevServer, workers: Workers, agents_of: dict[str, TemporalAgent]
 ) -> None:
     """A run paused for approval waits in the workflow; a Resume sent as an update
-    (approve one call, reject the other) lets it finish with the state of the same
+    (edit one call's arguments, reject the other) lets it finish with the state of the same
     approval in process. Decisions for unknown calls are refused with ValueError."""
     client = await connect(server)
     run = await agents_of["approval"].start(client, "approve", thread_id=thread())
@@ -319,11 +320,11 @@ async def test_approval_round_trip_ends_as_in_process(
     assert [c.id for c in paused.interrupt.calls] == ["t0-0", "t0-1"]
     with pytest.raises(ValueError, match="no pending call with id nope"):
         await run.resume(Resume({"nope": Approve()}))
-    decisions = Resume({"t0-0": Approve(), "t0-1": Reject("not that one")})
+    decisions = Resume({"t0-0": Edit({"a": 2, "b": 30}), "t0-1": Reject("not that one")})
     await run.resume(decisions)
     with anyio.fail_after(WAIT):
         result = await run.result()
-    assert result.text == "5 | not that one"
+    assert result.text == "32 | not that one"
 
     local = agents()[2]
     config = RunnableConfig(thread_id="local-approval")
@@ -392,6 +393,35 @@ async def test_sigkill_of_server_and_worker_mid_run_then_restart_finishes(
     finally:
         group.close()
         dev.kill()
+
+
+@pytest.mark.anyio
+async def test_recorded_runs_replay_without_nondeterminism(
+    server: DevServer, workers: Workers, agents_of: dict[str, TemporalAgent]
+) -> None:
+    """The histories of a run with parallel batches, of one with a cancelled call and of
+    an approval round trip replay on today's code with the same decisions (Temporal's
+    Replayer raises on any nondeterminism)."""
+    client = await connect(server)
+    batch = await agents_of["batch"].start(client, "q7", thread_id=thread())
+    key = f"replay-{uuid.uuid4().hex[:6]}"
+    hold = await agents_of["hold"].start(client, key, thread_id=thread())
+    call = await started(hold, "hold")
+    assert await hold.cancel_tool(call.call_id, "replay") is True
+    approval = await agents_of["approval"].start(client, "approve", thread_id=thread())
+    with anyio.fail_after(WAIT):
+        await approval.interrupted()
+        await approval.resume(Resume({"t0-0": Approve(), "t0-1": Approve()}))
+        texts = [(await r.result()).text for r in (batch, hold, approval)]
+    assert texts == [
+        "total=89",
+        "2 | Error: Tool execution was cancelled by the caller: replay",
+        "5 | 9",
+    ]
+    check = replayer(list(agents_of.values()))
+    for run in (batch, hold, approval):
+        replayed = await check.replay_workflow(await run.handle.fetch_history())
+        assert replayed.replay_failure is None
 
 
 def test_reactcore_does_not_import_temporalio() -> None:

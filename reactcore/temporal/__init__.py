@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._agent import TemporalAgent as TemporalAgent
 from ._agent import TemporalRun as TemporalRun
+from ._worker import replayer as replayer
 from ._worker import sandbox_runner as sandbox_runner
 from ._worker import worker as worker
 from ._workflow import ReactAgentWorkflow as ReactAgentWorkflow
@@ -16,6 +17,7 @@ __all__ = [
     "ReactAgentWorkflow",
     "TemporalAgent",
     "TemporalRun",
+    "replayer",
     "sandbox_runner",
     "worker",
 ]

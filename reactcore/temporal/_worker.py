@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from ._activities import Activities
@@ -47,6 +47,20 @@ def sandbox_runner(passthrough: Iterable[str] = ()) -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
+def _task_queue(agents: Sequence[TemporalAgent], task_queue: str | None) -> str:
+    if not agents:
+        raise ValueError("a worker needs at least one agent")
+    names = [a.name for a in agents]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two agents share a name: {names}")
+    if task_queue is not None:
+        return task_queue
+    queues = {a.task_queue for a in agents}
+    if len(queues) > 1:
+        raise ValueError(f"the agents use several task queues ({sorted(queues)}): name one")
+    return queues.pop()
+
+
 def worker(
     client: Client,
     agents: Sequence[TemporalAgent],
@@ -60,16 +74,7 @@ def worker(
     ``task_queue`` defaults to the agents' (they must agree); ``options`` go to
     ``Worker`` as they are (``max_concurrent_activities``, ``identity`` …).
     """
-    if not agents:
-        raise ValueError("a worker needs at least one agent")
-    queues = {a.task_queue for a in agents}
-    if task_queue is None:
-        if len(queues) > 1:
-            raise ValueError(f"the agents use several task queues ({sorted(queues)}): name one")
-        task_queue = queues.pop()
-    names = [a.name for a in agents]
-    if len(set(names)) != len(names):
-        raise ValueError(f"two agents share a name: {names}")
+    task_queue = _task_queue(agents, task_queue)
     for agent in agents:
         register(agent, task_queue)
     activities = Activities({a.name: a for a in agents})
@@ -81,3 +86,21 @@ def worker(
         activities=[activities.model, activities.tool],
         **options,
     )
+
+
+def replayer(
+    agents: Sequence[TemporalAgent],
+    *,
+    task_queue: str | None = None,
+    passthrough: Iterable[str] = (),
+    **options: Any,
+) -> Replayer:
+    """A ``temporalio.worker.Replayer`` for the runs of ``agents``:
+    ``await replayer(agents).replay_workflow(await handle.fetch_history())`` raises if
+    today's code would not make the same decisions as the recorded run (check it before
+    deploying a change to an agent's hooks or interceptors)."""
+    task_queue = _task_queue(agents, task_queue)
+    for agent in agents:
+        register(agent, task_queue)
+    options.setdefault("workflow_runner", sandbox_runner(passthrough))
+    return Replayer(workflows=[ReactAgentWorkflow], **options)

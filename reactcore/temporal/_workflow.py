@@ -51,23 +51,26 @@ TOOL_ACTIVITY = "reactcore.tool"
 RUN_CANCELLED = "the run was cancelled"
 
 _REGISTRY: dict[tuple[str, str], TemporalAgent] = {}
+_LATEST: dict[str, TemporalAgent] = {}
 
 
 def register(agent: TemporalAgent, task_queue: str) -> None:
     """Make ``agent`` findable by the workflows this process runs from ``task_queue`` (the
     latest registered of a name wins)."""
     _REGISTRY[task_queue, agent.name] = agent
+    _LATEST[agent.name] = agent
 
 
 def registered(name: str) -> TemporalAgent:
-    """The agent ``name`` of this workflow's task queue (a non-retryable failure if this
-    worker has none)."""
-    try:
-        return _REGISTRY[workflow.info().task_queue, name]
-    except KeyError:
+    """The agent ``name`` of this workflow's task queue, else the latest registered of that
+    name (a replayer runs histories from a task queue of its own); a non-retryable failure
+    if this process has none."""
+    found = _REGISTRY.get((workflow.info().task_queue, name)) or _LATEST.get(name)
+    if found is None:
         raise ApplicationError(
             f"no agent named {name!r} is registered on this worker", non_retryable=True
-        ) from None
+        )
+    return found
 
 
 class _NoSaver:
