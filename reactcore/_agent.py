@@ -84,7 +84,7 @@ class ReactAgent:
     """A ReAct agent: ``await agent.invoke("question")`` → ``AgentResult``.
 
     See the README for every option; they follow the seed's builder, with the defaults
-    it has (sequential tools, 5 at most in parallel, 300 s per tool call).
+    it has (sequential tools, 5 at most in parallel in one batch, 300 s per tool call).
     """
 
     name: str = attrs.field(validator=_non_empty)
@@ -96,6 +96,8 @@ class ReactAgent:
     interceptors: Sequence[Any] = attrs.field(default=(), kw_only=True)
     parallel_tool_execution: bool = attrs.field(default=False, kw_only=True)
     max_parallel_tools: int = attrs.field(default=5, kw_only=True)
+    max_tool_threads: int = attrs.field(default=40, kw_only=True)
+    tool_limiter: anyio.CapacityLimiter | None = attrs.field(default=None, kw_only=True)
     tool_execution_timeout: float = attrs.field(default=300.0, kw_only=True)
     wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True)
     output_key: str | None = attrs.field(default=None, kw_only=True)
@@ -175,6 +177,8 @@ class ReactAgent:
                 agent_name=self.name,
                 parallel_tool_execution=self.parallel_tool_execution,
                 max_parallel_tools=self.max_parallel_tools,
+                max_tool_threads=self.max_tool_threads,
+                tool_limiter=self.tool_limiter,
                 tool_execution_timeout=self.tool_execution_timeout,
                 wrap_sync_tools_as_async=self.wrap_sync_tools_as_async,
                 tool_interceptors=tool_chain,
@@ -190,6 +194,12 @@ class ReactAgent:
     def tool_node(self) -> AgentToolNode | None:
         """The acting node (``None`` when the agent has no tools)."""
         return self._tool_node
+
+    @property
+    def abandoned_threads(self) -> int:
+        """Worker threads of timed-out or cancelled tool calls that still run (all runs);
+        they count against ``max_tool_threads`` until they end."""
+        return 0 if self._tool_node is None else self._tool_node.abandoned_threads
 
     @property
     def llm_node(self) -> AgentLlmNode:
@@ -233,19 +243,24 @@ class ReactAgent:
         config = attrs.evolve(config, context=dict(config.context))
         run_id = uuid.uuid4().hex[:12]
         run = AgentRun(run_id, config.thread_id, self.max_buffered_events)
-        failure: Exception | None = None
+        failure: BaseException | None = None
         tracer = self._tracer or ambient()
         drive = self._drive if tracer is None else functools.partial(self._traced, tracer)
         async with anyio.create_task_group() as tg:
             tg.start_soon(drive, run, input, config)
             try:
                 yield run
-            except Exception as exc:
+            except (anyio.get_cancelled_exc_class(), GeneratorExit):
+                raise
+            except BaseException as exc:
                 # Raised after the group, so the caller gets it as itself, not in a group.
                 failure = exc
             finally:
                 if not run.done:
                     run.cancel()
+        if failure is None:
+            # KeyboardInterrupt, SystemExit … never stay inside a run nobody asked about.
+            failure = run.unraised_fatal_error
         if failure is not None:
             raise failure
 
@@ -271,16 +286,20 @@ class ReactAgent:
             with run.scope:
                 start = await starting_point(self, value, config)
                 result = await Loop(self, run, config).execute(start)
-        except Exception as exc:
-            if log is not None:
-                log.warning("agent_run_failed", error=type(exc).__name__)
-            await run.finish(RunFailed(exc), None, exc)
-            return
-        except BaseException:
+        except anyio.get_cancelled_exc_class():
             # Cancelled from outside (the caller's scope): end the handle, then propagate.
             error = _cancelled(run, "the run was cancelled from outside")
             run.finish_nowait(RunFailed(error), error)
             raise
+        except BaseException as exc:
+            # An error, or KeyboardInterrupt, SystemExit … from a tool, hook or model: the
+            # run failed, and ``result()`` (and ``start``) raise it as itself. Never raised
+            # into the task group: it would come out wrapped in a group (and on asyncio a
+            # KeyboardInterrupt escaping a task stops the event loop).
+            if log is not None:
+                log.warning("agent_run_failed", error=type(exc).__name__)
+            await run.finish(RunFailed(exc), None, exc)
+            return
         if result is None:
             error = _cancelled(run, "the run was cancelled")
             await run.finish(RunFailed(error), None, error)

@@ -84,6 +84,7 @@ class AgentRun:
     _done: anyio.Event = attrs.field(factory=anyio.Event, init=False)
     _result: AgentResult | None = attrs.field(default=None, init=False)
     _error: BaseException | None = attrs.field(default=None, init=False)
+    _error_raised: bool = attrs.field(default=False, init=False)
     _inflight: dict[str, Job] = attrs.field(factory=dict, init=False)
     _state: Any = attrs.field(default=None, init=False)
     _state_later: Callable[[], Any] | None = attrs.field(default=None, init=False)
@@ -138,9 +139,19 @@ class AgentRun:
         """Wait for the run's end: its result, or the error that ended it, raised as itself."""
         await self._done.wait()
         if self._error is not None:
+            self._error_raised = True
             raise self._error
         assert self._result is not None
         return self._result
+
+    @property
+    def unraised_fatal_error(self) -> BaseException | None:
+        """The ``BaseException`` that is not an ``Exception`` (``KeyboardInterrupt``,
+        ``SystemExit`` …) that ended the run, if ``result()`` has not raised it yet."""
+        error = self._error
+        if error is None or isinstance(error, Exception) or self._error_raised:
+            return None
+        return error
 
     # --- for the agent loop ------------------------------------------------------------
 

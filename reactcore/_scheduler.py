@@ -1,11 +1,11 @@
 """Running a batch of tool calls: one after another, or in a task group under a limit.
 
 Each call runs inside its own cancel scope whose deadline is set when the call starts
-running — after it got its limiter slots, so time spent queueing never counts against
-it. Cancelling that scope (``Job.cancel``) stops that one call and the batch goes on; a
-cancellation from outside stops the whole batch, and every async call's cleanup has run
-before the batch returns. The scheduler knows nothing of tools or messages: it runs
-``Job.invoke`` and reports how each job ended.
+running — after it got its limiter slots (and its worker-thread slot, if it needs one), so
+time spent queueing never counts against it. Cancelling that scope (``Job.cancel``) stops
+that one call and the batch goes on; a cancellation from outside stops the whole batch,
+and every async call's cleanup has run before the batch returns. The scheduler knows
+nothing of tools or messages: it runs ``Job.invoke`` and reports how each job ended.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import anyio
 import attrs
+
+from ._threads import ThreadBudget, ThreadSlot, bind_slot, unbind_slot
 
 Invoke = Callable[[Any], Awaitable[Any]]  # called with the job's key
 
@@ -38,7 +40,8 @@ class Status(enum.Enum):
 
 @attrs.define(eq=False)
 class Job:
-    """One call to run: ``invoke(key)``, its timeout and its own limiter (or ``None``).
+    """One call to run: ``invoke(key)``, its timeout, its own limiter (or ``None``) and,
+    when it will run in a worker thread, the thread budget to take a slot from.
 
     While it runs, ``cancel(reason)`` stops it alone; ``result`` and ``status`` say how it
     ended, ``duration`` how long it ran (seconds, queueing excluded).
@@ -49,6 +52,7 @@ class Job:
     limiter: anyio.CapacityLimiter | None = None
     key: Any = None
     observer: JobObserver | None = None
+    threads: ThreadBudget | None = None
     status: Status | None = None
     result: Any = None
     duration: float = 0.0
@@ -94,73 +98,124 @@ def _settle(job: Job, start: float, deadline: float, cancel_called: bool) -> Non
         job.status = Status.DONE
 
 
-async def run_limited(job: Job, limiter: anyio.CapacityLimiter | None) -> None:
-    """Run ``job`` under its deadline, holding its own limiter, then ``limiter`` (the
-    node's), if any; record how it ended. Exceptions propagate.
+def _in(limiter: anyio.CapacityLimiter, limiters: Sequence[Any]) -> bool:
+    return any(limiter is other for other in limiters)
 
-    The job's own (per-resource) limiter is taken first so a call waiting for a busy
-    resource does not sit on a node slot another call could use. The deadline is set
-    once both are held: time spent queueing never counts.
+
+async def _acquire(job: Job, limiters: Sequence[anyio.CapacityLimiter]) -> list[Any]:
+    """Take the job's own limiter, then ``limiters`` in order (each at most once), then a
+    thread slot if the job needs one; what was taken, to ``_release``. Nothing is held if
+    the wait is cancelled.
+
+    A job's own limiter that is also one of ``limiters`` (a tool limited by the shared cap
+    itself) is taken once, at the cap's place: every job of the batch then takes it in the
+    same order, so none holds it while waiting for a slot another holds while waiting for it.
     """
     own = job.limiter
-    if own is not None and not _try_acquire(own):
-        await own.acquire()
+    order = limiters if own is None or _in(own, limiters) else (own, *limiters)
+    held: list[Any] = []
     try:
-        if limiter is not None and not _try_acquire(limiter):
-            await limiter.acquire()
+        for limiter in order:
+            if _in(limiter, held):
+                continue  # the same limiter passed twice: taken once
+            if not _try_acquire(limiter):
+                await limiter.acquire()
+            held.append(limiter)
+        if job.threads is not None:
+            held.append(await job.threads.reserve(job.key))
+    except BaseException:
+        _release(held)
+        raise
+    return held
+
+
+def _release(held: Sequence[Any]) -> None:
+    for taken in reversed(held):
+        if isinstance(taken, ThreadSlot):
+            taken.close()  # given back now, or when the thread it abandoned ends
+        else:
+            taken.release()
+
+
+async def run_limited(job: Job, limiters: Sequence[anyio.CapacityLimiter] = ()) -> None:
+    """Run ``job`` under its deadline, holding its own limiter, then ``limiters``, then a
+    thread slot (if ``job.threads``); record how it ended. Exceptions propagate.
+
+    The job's own (per-resource) limiter is taken first so a call waiting for a busy
+    resource does not sit on a slot another call could use; every job takes its limiters
+    in the same order and each one once, so two batches sharing a limiter cannot deadlock.
+    The deadline is set once all are held: time spent queueing never counts.
+    """
+    plain = job.limiter is None and not limiters and job.threads is None
+    held: Sequence[Any] = () if plain else await _acquire(job, limiters)
+    try:
+        start = anyio.current_time()
+        deadline = start + job.timeout
+        # The tool node finds the call's thread slot here (the task's context).
+        bound = bind_slot(held[-1]) if job.threads is not None else None
         try:
-            start = anyio.current_time()
-            deadline = start + job.timeout
             with anyio.CancelScope(deadline=deadline) as scope:
                 job._scope = scope
                 if job.observer is not None:
                     await job.observer.job_started(job)
                 job.result = await job.invoke(job.key)
-            _settle(job, start, deadline, scope.cancel_called)
         finally:
-            if limiter is not None:
-                limiter.release()
+            if bound is not None:
+                unbind_slot(bound)
+        _settle(job, start, deadline, scope.cancel_called)
     finally:
-        if own is not None:
-            own.release()
+        _release(held)
     if job.observer is not None:
         await job.observer.job_ended(job)
 
 
-async def run_sequential(jobs: Sequence[Job]) -> None:
-    """Run ``jobs`` one after another, in order."""
+async def run_sequential(
+    jobs: Sequence[Job], limiters: Sequence[anyio.CapacityLimiter] = ()
+) -> None:
+    """Run ``jobs`` one after another, in order, each holding ``limiters`` while it runs."""
     for job in jobs:
-        await run_limited(job, None)
+        await run_limited(job, limiters)
 
 
-async def run_parallel(jobs: Sequence[Job], limiter: anyio.CapacityLimiter) -> None:
-    """Run ``jobs`` concurrently in a task group, at most ``limiter`` of them at a time.
+async def run_parallel(
+    jobs: Sequence[Job], limit: int, limiters: Sequence[anyio.CapacityLimiter] = ()
+) -> None:
+    """Run ``jobs`` concurrently in a task group, at most ``limit`` of them at a time (the
+    batch's own bound), each also holding ``limiters`` (caps shared with other batches).
 
-    With k slots and N > k jobs that have no limiter of their own, k worker tasks take
-    the jobs in order (each still holding a slot per job, so a limiter shared with other
-    batches keeps its meaning); otherwise each job gets its own task. Either way at most k
-    run at once, and a job's clock starts when it runs.
+    With N > ``limit`` jobs that have no limiter of their own, ``limit`` worker tasks take
+    the jobs in order: they bound the batch, and no task waits for a slot. Otherwise each
+    job gets its own task and a batch limiter of ``limit``. Either way a job's clock starts
+    when it runs.
 
-    If a job raises, the others are cancelled and the first exception in job order is
-    raised as itself (not inside an ``ExceptionGroup``).
+    If a job raises, the others are cancelled and the exception is raised as itself (not
+    inside an ``ExceptionGroup``): the first in job order, a ``BaseException`` that is not
+    an ``Exception`` (``KeyboardInterrupt``, ``SystemExit`` …) before any ``Exception``.
+    The backend's cancellation is never taken for a job's error.
     """
-    errors: list[tuple[int, BaseException]] = []
+    errors: list[tuple[bool, int, BaseException]] = []
     queue = iter(enumerate(jobs))
+    cancelled = anyio.get_cancelled_exc_class()
+    shared: Sequence[anyio.CapacityLimiter] = limiters
+    workers = len(jobs)
+    if all(job.limiter is None for job in jobs):
+        workers = min(workers, limit)
+    else:
+        shared = (anyio.CapacityLimiter(limit), *limiters)
 
     async def worker(cancel: Callable[[], None]) -> None:
         for index, job in queue:
             try:
-                await run_limited(job, limiter)
-            except Exception as exc:
-                errors.append((index, exc))
+                await run_limited(job, shared)
+            except cancelled:
+                raise
+            except BaseException as exc:  # not into the task group: it would wrap it
+                errors.append((isinstance(exc, Exception), index, exc))
                 cancel()
                 return
 
-    workers: float = len(jobs)
-    if all(job.limiter is None for job in jobs):
-        workers = min(workers, limiter.total_tokens)
     async with anyio.create_task_group() as tg:
-        for _ in range(int(workers)):
+        for _ in range(workers):
             tg.start_soon(worker, tg.cancel_scope.cancel)
     if errors:
-        raise min(errors, key=lambda e: e[0])[1]
+        raise min(errors, key=lambda e: e[:2])[2]

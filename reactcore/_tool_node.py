@@ -22,7 +22,6 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 import anyio
-import anyio.to_thread
 import attrs
 
 from ._config import RunnableConfig
@@ -40,6 +39,7 @@ from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMes
 from ._scheduler import Job, Status, run_parallel, run_sequential
 from ._serde import tool_output
 from ._state import MESSAGES, OverAllState, Remove, frozen_mapping
+from ._threads import ThreadBudget, run_in_thread
 from ._tools import Tool, ToolContext, index_tools
 from ._tracing import ToolTrace, Tracer, current
 
@@ -71,7 +71,12 @@ def _positive(instance: Any, attribute: attrs.Attribute[Any], value: float) -> N
 
 def _at_least_one(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if value < 1:
-        raise ValueError(f"max_parallel_tools must be at least 1, got {value}")
+        raise ValueError(f"{attribute.name} must be at least 1, got {value}")
+
+
+def _call_fields(request: ToolCallRequest | None) -> dict[str, Any]:
+    """What a thread's log events say of its call."""
+    return {} if request is None else {"call_id": request.call.id, "tool": request.call.name}
 
 
 def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolResponseMessage | None]:
@@ -235,15 +240,26 @@ class AgentToolNode:
 
     Sequential by default (sync tools inline, or in a worker thread with
     ``wrap_sync_tools_as_async``); with ``parallel_tool_execution`` and two or more calls,
-    one task per call in a task group, at most ``max_parallel_tools`` at a time, sync tools
-    always in worker threads. Each call gets ``tool.timeout`` or
+    one task per call in a task group, at most ``max_parallel_tools`` at a time in each
+    batch, sync tools always in worker threads. Each call gets ``tool.timeout`` or
     ``tool_execution_timeout`` seconds from when it starts running.
+
+    Shared by every run of the node: ``tool_limiter`` (a cap on its calls in flight, if
+    given) and the thread budget — at most ``max_tool_threads`` worker threads alive,
+    threads abandoned by timed-out or cancelled calls included until they end
+    (``abandoned_threads``).
     """
 
     tools: Sequence[Tool | Callable[..., Any]] = ()
     agent_name: str = attrs.field(default="agent", kw_only=True)
     parallel_tool_execution: bool = attrs.field(default=False, kw_only=True)
     max_parallel_tools: int = attrs.field(default=5, kw_only=True, validator=_at_least_one)
+    tool_limiter: anyio.CapacityLimiter | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=attrs.validators.optional(attrs.validators.instance_of(anyio.CapacityLimiter)),
+    )
+    max_tool_threads: int = attrs.field(default=40, kw_only=True, validator=_at_least_one)
     tool_execution_timeout: float = attrs.field(default=300.0, kw_only=True, validator=_positive)
     wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True)
     tool_interceptors: Sequence[ToolInterceptor] = attrs.field(default=(), kw_only=True)
@@ -256,28 +272,41 @@ class AgentToolNode:
     )
     enable_acting_log: bool = attrs.field(default=False, kw_only=True)
     # False when the calls run elsewhere and are limited there (reactcore.temporal: each
-    # call is an activity with its own timeout): no per-call deadline, no tool limiters.
+    # call is an activity with its own timeout): no per-call deadline, no tool limiters,
+    # no tool_limiter, no thread slots — only the batch's max_parallel_tools.
     local_limits: bool = attrs.field(default=True, kw_only=True)
 
     _index: Mapping[str, Tool] = attrs.field(init=False)
-    _limiter: anyio.CapacityLimiter = attrs.field(init=False)
-    _thread_limiter: anyio.CapacityLimiter = attrs.field(init=False)
+    _limiters: tuple[anyio.CapacityLimiter, ...] = attrs.field(init=False)
+    _threads: ThreadBudget = attrs.field(init=False)
     _inline: ToolHandler = attrs.field(init=False)
     _threaded: ToolHandler = attrs.field(init=False)
     log: Any = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self._index = _index_tools(self.tools, "the node's tools")
-        self._limiter = anyio.CapacityLimiter(self.max_parallel_tools)
-        # Worker threads get their own limiter, sized for the node: a call holds one node
-        # slot and its thread one thread slot; never the node's limiter twice.
-        self._thread_limiter = anyio.CapacityLimiter(self.max_parallel_tools)
+        # A batch is bounded by max_parallel_tools on its own; the shared cap, if given, is
+        # held by every call of every run (in both modes).
+        self._limiters = (self.tool_limiter,) if self.tool_limiter is not None else ()
         chain = functools.partial(chain_tool_interceptors, list(self.tool_interceptors))
         self._inline = self._guarded(
             chain(functools.partial(self._execute, self.wrap_sync_tools_as_async))
         )
         self._threaded = self._guarded(chain(functools.partial(self._execute, True)))
         self.log = get_logger(agent=self.agent_name)
+        # One budget for every run of the node: what bounds its worker threads.
+        self._threads = ThreadBudget(
+            self.max_tool_threads, self.log, _call_fields, log_ends=self.enable_acting_log
+        )
+
+    @property
+    def abandoned_threads(self) -> int:
+        """Worker threads still running for calls that timed out or were cancelled.
+
+        They count in the thread budget until they end (at the tool's return or its next
+        ``check_cancelled()``); each one was logged once as ``tool_thread_abandoned``.
+        """
+        return self._threads.abandoned
 
     @property
     def tool_names(self) -> list[str]:
@@ -368,14 +397,18 @@ class AgentToolNode:
             request = ToolCallRequest(call, batch.state, config, found)
             timeout = found.timeout or self.tool_execution_timeout
             limiter = found.limiter
+            # A call that will run in a thread takes its thread slot while it queues.
+            threaded = not found.is_async and (parallel or self.wrap_sync_tools_as_async)
+            threads = self._threads if threaded else None
             if not self.local_limits:
-                timeout, limiter = math.inf, None
-            jobs.append(Job(invoke, timeout, limiter, request, observer))
+                timeout, limiter, threads = math.inf, None, None
+            jobs.append(Job(invoke, timeout, limiter, request, observer, threads))
+        shared = self._limiters if self.local_limits else ()
         try:
             if parallel:
-                await run_parallel(jobs, self._limiter)
+                await run_parallel(jobs, self.max_parallel_tools, shared)
             else:
-                await run_sequential(jobs)
+                await run_sequential(jobs, shared)
         finally:
             if batch.traces:
                 batch.abandon_traces()
@@ -452,11 +485,7 @@ class AgentToolNode:
         if tool.is_async:
             result = await tool.func(**kwargs)
         elif threaded:
-            result = await anyio.to_thread.run_sync(
-                functools.partial(tool.func, **kwargs),
-                abandon_on_cancel=True,
-                limiter=self._thread_limiter,
-            )
+            result = await run_in_thread(self._threads, functools.partial(tool.func, **kwargs))
         else:
             result = tool.func(**kwargs)
         text, parts = tool_output(result)

@@ -7,7 +7,7 @@ from typing import Any
 
 import sniffio
 
-from reactcore import AssistantMessage, OverAllState, ToolCall, UserMessage
+from reactcore import AssistantMessage, OverAllState, ToolCall, ToolResponseMessage, UserMessage
 
 
 def call(call_id: str, name: str, /, **arguments: Any) -> ToolCall:
@@ -39,3 +39,10 @@ def live_tasks() -> int:
 def asks(*calls: tuple[str, str, dict[str, Any]]) -> AssistantMessage:
     """A model answer asking for tool calls given as (id, name, arguments)."""
     return AssistantMessage("", [ToolCall(i, n, json.dumps(a)) for i, n, a in calls])
+
+
+def response_texts(update: dict[str, Any]) -> list[str]:
+    """The response texts of a tool node's ``ToolResponseMessage``, in call order."""
+    message = update["messages"][-1]
+    assert isinstance(message, ToolResponseMessage)
+    return [r.response_data for r in message.responses]

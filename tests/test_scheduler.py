@@ -33,9 +33,8 @@ async def test_cancel_one_job_while_the_batch_goes_on() -> None:
     long = Job(sleeper(30), timeout=60)
     other = Job(wait_gate, timeout=60)
     queued = Job(sleeper(0), timeout=60)
-    limiter = anyio.CapacityLimiter(2)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(run_parallel, [long, other, queued], limiter)
+        tg.start_soon(run_parallel, [long, other, queued], 2)
         await anyio.wait_all_tasks_blocked()
         assert long.running and other.running and not queued.running
         assert not queued.cancel("too early")
@@ -59,32 +58,41 @@ async def test_deadline_marks_timed_out_and_measures_running_time() -> None:
     assert (quick.status, quick.result) == (Status.DONE, "q")
 
 
+def raise_together(count: int, delays: dict[str, float] | None = None) -> Any:
+    """An invoke raising its key (an exception) once ``count`` jobs have started, after the
+    delay named by the exception's first argument: all of them raise, whichever is
+    cancelled first."""
+    all_started = anyio.Event()
+    started = 0
+
+    async def fail(error: BaseException) -> Any:
+        nonlocal started
+        started += 1
+        if started == count:
+            all_started.set()
+        with anyio.CancelScope(shield=True):
+            await all_started.wait()
+            await anyio.sleep((delays or {}).get(str(error.args[0]), 0))
+        raise error
+
+    return fail
+
+
 async def test_first_error_in_job_order_raised_as_itself() -> None:
     """When several jobs raise, siblings are cancelled and the first error in job order (not
     in time: "second" raises earlier) is raised bare, not in an ExceptionGroup."""
-    both_started = anyio.Event()
-    started = 0
-
-    async def fail(message: str) -> Any:
-        nonlocal started
-        started += 1
-        if started == 2:
-            both_started.set()
-        with anyio.CancelScope(shield=True):  # both raise, whichever is cancelled first
-            await both_started.wait()
-            await anyio.sleep(0.01 if message == "first" else 0)
-        raise KeyError(message)
-
+    fail = raise_together(2, {"first": 0.01})
     sibling = Job(sleeper(30), timeout=60)
-    jobs = [sibling, Job(fail, 60, key="first"), Job(fail, 60, key="second")]
+    jobs = [sibling, Job(fail, 60, key=KeyError("first")), Job(fail, 60, key=KeyError("second"))]
     with pytest.raises(KeyError, match="first"):
-        await run_parallel(jobs, anyio.CapacityLimiter(3))
+        await run_parallel(jobs, 3)
     assert sibling.status is None  # cancelled with the batch, never ended
 
 
 async def test_observer_sees_start_inside_scope_and_end() -> None:
     """An observer is told when a job starts (inside its scope: it can cancel it from there)
-    and when it has ended, with its status; the next queued job got the freed slot."""
+    and when it has ended, with its status; the next queued job got the freed slot of the
+    shared limiter, which is free again at the end."""
     limiter = anyio.CapacityLimiter(1)
     seen: list[tuple[str, Any]] = []
 
@@ -101,7 +109,7 @@ async def test_observer_sees_start_inside_scope_and_end() -> None:
     jobs = [Job(sleeper(30), 60, key="cancel-me", observer=observer)]
     jobs.append(Job(sleeper(0), 60, key="b", observer=observer))
     with anyio.fail_after(10):
-        await run_parallel(jobs, limiter)
+        await run_parallel(jobs, 1, [limiter])
     # Task start order is the backend's choice (trio shuffles it); each job's pair is not.
     for key, status in (("cancel-me", Status.CANCELLED), ("b", Status.DONE)):
         started = seen.index(("started", key))
@@ -124,10 +132,69 @@ async def test_more_jobs_than_slots_run_on_k_workers_in_order() -> None:
     jobs = [Job(hold, 60, key=i) for i in range(10)]
     async with anyio.create_task_group() as tg:
         before = live_tasks()
-        tg.start_soon(run_parallel, jobs, anyio.CapacityLimiter(3))
+        tg.start_soon(run_parallel, jobs, 3)
         await anyio.wait_all_tasks_blocked()
         assert started == [0, 1, 2]
         assert live_tasks() - before == 1 + 3  # the batch and its three workers
         gate.set()
     assert [job.result for job in jobs] == list(range(10))
     assert all(job.status is Status.DONE for job in jobs)
+
+
+class Halt(BaseException):
+    """A BaseException that is not an Exception (like KeyboardInterrupt)."""
+
+
+async def test_base_exception_raised_as_itself_before_any_error() -> None:
+    """A job raising a BaseException that is not an Exception cancels its siblings and is
+    raised bare (no group), even when an earlier job in order raised a plain Exception:
+    the more serious one is never hidden behind a tool error."""
+    fail = raise_together(2)
+    halt = Halt("stop")
+    sibling = Job(sleeper(30), timeout=60)
+    jobs = [Job(fail, 60, key=KeyError("first")), Job(fail, 60, key=halt), sibling]
+    with pytest.raises(Halt) as raised:
+        await run_parallel(jobs, 3)
+    assert raised.value is halt
+    assert sibling.status is None  # cancelled with the batch
+
+
+async def test_sequential_base_exception_propagates_and_frees_limiters() -> None:
+    """In sequential mode a BaseException from a job propagates as itself, the next jobs
+    never run, and every limiter it held is free again."""
+    shared = anyio.CapacityLimiter(1)
+    own = anyio.CapacityLimiter(1)
+
+    async def halt(key: Any) -> Any:
+        raise Halt("stop")
+
+    later = Job(sleeper(0), 60)
+    with pytest.raises(Halt):
+        await run_sequential([Job(halt, 60, limiter=own), later], [shared])
+    assert later.status is None
+    assert (shared.borrowed_tokens, own.borrowed_tokens) == (0, 0)
+
+
+async def test_k_workers_also_hold_a_shared_cap_per_job() -> None:
+    """With a shared cap, the k-worker path stays (no task per waiting job) and each running
+    job holds one cap token: a cap of 2 under a batch limit of 3 lets 2 run, and every
+    token is back at the end."""
+    gate = anyio.Event()
+    started: list[int] = []
+    cap = anyio.CapacityLimiter(2)
+
+    async def hold(key: Any) -> Any:
+        started.append(key)
+        await gate.wait()
+        return key
+
+    jobs = [Job(hold, 60, key=i) for i in range(10)]
+    async with anyio.create_task_group() as tg:
+        before = live_tasks()
+        tg.start_soon(run_parallel, jobs, 3, [cap])
+        await anyio.wait_all_tasks_blocked()
+        assert sorted(started) == [0, 1] and cap.borrowed_tokens == 2
+        assert live_tasks() - before == 1 + 3  # the batch and its three workers
+        gate.set()
+    assert [job.result for job in jobs] == list(range(10))
+    assert cap.borrowed_tokens == 0

@@ -193,7 +193,7 @@ async def test_parallel_respects_max_parallel_tools() -> None:
 async def test_parallel_sync_tools_use_threads_without_double_acquire() -> None:
     """In parallel mode sync tools run in worker threads; a call holding its node slot never
     acquires the node's limiter again (on asyncio that raises RuntimeError), and the thread
-    limiter lets max_parallel_tools threads run — more than anyio's default of 40."""
+    budget lets max_tool_threads threads run — more than anyio's default of 40."""
     k = 45
     barrier = threading.Barrier(k, timeout=20)
     loop_thread = threading.get_ident()
@@ -203,7 +203,9 @@ async def test_parallel_sync_tools_use_threads_without_double_acquire() -> None:
         barrier.wait()  # passes only if all k calls run in threads at the same time
         return threading.get_ident() != loop_thread
 
-    node = AgentToolNode([meet], parallel_tool_execution=True, max_parallel_tools=k)
+    node = AgentToolNode(
+        [meet], parallel_tool_execution=True, max_parallel_tools=k, max_tool_threads=k
+    )
     update = await node(calls_state(*(call(str(i), "meet", i=i) for i in range(k))))
     assert texts(update) == ["true"] * k
 

@@ -8,7 +8,8 @@ Temporal (the heartbeat carries the cancellation in).
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -22,7 +23,6 @@ from .._interceptors import ToolCallRequest, ToolCallResponse
 from .._llm_node import MODEL_ITERATION, STREAM, call_model
 from .._models.base import ModelRequest
 from .._state import OverAllState
-from .._tools import Tool
 from . import _codec as codec
 from ._workflow import MODEL_ACTIVITY, TOOL_ACTIVITY, model_retry
 
@@ -127,7 +127,8 @@ class Activities:
         handler = node._guarded(functools.partial(node._execute, True))
 
         async def work() -> ToolCallResponse | None:
-            return await _limited(found, functools.partial(handler, request), given.timeout)
+            limiters = (found.limiter, node.tool_limiter)
+            return await _limited(limiters, functools.partial(handler, request), given.timeout)
 
         response = await _heartbeating(work, agent.beat_every)
         if response is None:
@@ -137,16 +138,16 @@ class Activities:
 
 
 async def _limited(
-    tool: Tool, work: Callable[[], Awaitable[ToolCallResponse]], seconds: float
+    limiters: Sequence[anyio.CapacityLimiter | None],
+    work: Callable[[], Awaitable[ToolCallResponse]],
+    seconds: float,
 ) -> ToolCallResponse | None:
-    """``work()`` holding the tool's limiter, within ``seconds`` from when it holds it
-    (``None``: it timed out)."""
-    if tool.limiter is not None:
-        await tool.limiter.acquire()
-    try:
+    """``work()`` holding ``limiters`` (in order, as the scheduler takes them), within
+    ``seconds`` from when it holds them (``None``: it timed out)."""
+    async with AsyncExitStack() as stack:
+        for limiter in limiters:
+            if limiter is not None:
+                await stack.enter_async_context(limiter)
         with anyio.move_on_after(seconds):
             return await work()
-        return None
-    finally:
-        if tool.limiter is not None:
-            tool.limiter.release()
+    return None
