@@ -305,6 +305,29 @@ async def test_cancel_ends_the_run_and_keeps_the_finished_calls(
 
 
 @pytest.mark.anyio
+async def test_temporal_workflow_cancellation_is_taken_as_cancel(
+    server: DevServer, workers: Workers, agents_of: dict[str, TemporalAgent]
+) -> None:
+    """Temporal's own cancellation (``handle.cancel()``, as ``temporal workflow cancel``)
+    while a parallel batch waits on an activity: the run ends as with ``cancel()``
+    (RunCancelled, the finished call kept) instead of deadlocking the workflow."""
+    client = await connect(server)
+    key = f"native-{uuid.uuid4().hex[:6]}"
+    run = await agents_of["hold"].start(client, key, thread_id=thread())
+    await started(run, "hold")
+    await recorded(run, "add")
+    await run.handle.cancel()
+    with anyio.fail_after(WAIT), pytest.raises(RunCancelled) as caught:
+        await run.result()
+    answers = caught.value.messages[-1].responses  # type: ignore[union-attr]
+    assert [(r.name, r.response_data) for r in answers] == [
+        ("add", "2"),
+        ("hold", "Error: Tool execution was cancelled by the caller: the run was cancelled"),
+    ]
+    assert await run.status() == "cancelled"
+
+
+@pytest.mark.anyio
 async def test_approval_round_trip_ends_as_in_process(
     server: DevServer, workers: Workers, agents_of: dict[str, TemporalAgent]
 ) -> None:

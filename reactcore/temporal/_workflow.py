@@ -16,6 +16,7 @@ through Temporal (``ActivityHandle.cancel``), never through an anyio scope.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -306,7 +307,25 @@ class ReactAgentWorkflow:
 
     @workflow.run
     async def run(self, argument: str) -> str:
-        """Run the agent from the input to its answer, pausing for approvals on the way."""
+        """Run the agent from the input to its answer, pausing for approvals on the way.
+
+        Temporal's own workflow cancellation (``temporal workflow cancel``, the UI) is taken
+        as ``cancel()``. The run is driven in a task of its own, awaited through a shield:
+        Temporal cancels the workflow's main task, and that cancellation must never travel
+        through anyio's task groups into an activity await (anyio re-delivers it until the
+        await ends, Temporal's await waits for the next activation: a deadlock).
+        """
+        # asyncio here, not anyio: this is Temporal's event loop, and the shield is the point.
+        driving = asyncio.ensure_future(self._drive(argument))
+        while True:
+            try:
+                return await asyncio.shield(driving)
+            except asyncio.CancelledError:
+                if driving.done():
+                    raise
+                self._cancel_run()
+
+    async def _drive(self, argument: str) -> str:
         given = codec.loads(argument, codec.RunInput)
         self.settings = registered(given.agent)
         self.thread_id = given.thread_id
@@ -404,6 +423,9 @@ class ReactAgentWorkflow:
     def cancel(self) -> bool:
         """Cancel the run: running calls are cancelled, finished ones kept, no model call
         or batch starts after; the run ends as cancelled. False if it had ended."""
+        return self._cancel_run()
+
+    def _cancel_run(self) -> bool:
         if self.status not in ("running", "interrupted") or self.cancelled:
             return False
         self.cancelled = True
