@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import pytest
@@ -30,6 +30,7 @@ from reactcore import (
     Approve,
     AssistantMessage,
     Edit,
+    KeyStrategy,
     ModelHTTPError,
     ReactAgent,
     Reject,
@@ -40,6 +41,7 @@ from reactcore import (
     ToolCallCancelled,
     ToolCallFinished,
     ToolCallStarted,
+    ToolContext,
     tool,
 )
 from reactcore._events import RunFinished
@@ -522,3 +524,53 @@ async def test_a_tool_timeout_is_its_activity_timeout_and_the_model_is_told(
     answer = model.requests[1].messages[-1].responses[0]  # type: ignore[union-attr]
     assert answer.response_data == "Error: Tool execution timed out after 0.3s (tool 'slow')"
     assert answer.is_error
+
+
+@pytest.mark.anyio
+async def test_tools_with_a_context_read_the_state_and_update_it_as_in_process(
+    server: DevServer,
+) -> None:
+    """A tool taking a ToolContext gets the run's state in its activity (it reads the
+    number of messages) and its state update comes back to the workflow: two such calls
+    in one parallel batch end in the state the same run ends in, in process."""
+
+    @tool
+    def note(label: str, context: ToolContext) -> str:
+        """Record ``label`` in the state."""
+        context.update["notes"] = [f"{label}@{len(context.state['messages'])}"]
+        return label
+
+    def agent() -> ReactAgent:
+        model = ScriptedChatModel(
+            [
+                AssistantMessage(
+                    "",
+                    [
+                        ToolCall("n1", "note", '{"label": "a"}'),
+                        ToolCall("n2", "note", '{"label": "b"}'),
+                    ],
+                ),
+                "noted",
+            ]
+        )
+        return ReactAgent(
+            "notes",
+            model,
+            tools=[note],
+            parallel_tool_execution=True,
+            hooks=[_AppendNotes()],
+        )
+
+    async with in_process_worker(server, agent()) as durable:
+        with anyio.fail_after(WAIT):
+            result = await durable.invoke(await connect(server), "go", thread_id=thread())
+    expected = await agent().invoke("go")
+    assert result.state["notes"] == ["a@2", "b@2"]
+    assert dict(result.state.data) == dict(expected.state.data)
+
+
+class _AppendNotes:
+    """Declares ``notes`` as an appended list, so two calls' updates both land."""
+
+    name = "append_notes"
+    key_strategies: ClassVar[dict[str, KeyStrategy]] = {"notes": KeyStrategy.APPEND}
