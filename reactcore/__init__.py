@@ -9,9 +9,11 @@ from ._approval import Interrupt as Interrupt
 from ._approval import Reject as Reject
 from ._approval import Resume as Resume
 from ._checkpoint import Checkpoint as Checkpoint
+from ._checkpoint import LeasingSaver as LeasingSaver
 from ._checkpoint import MemorySaver as MemorySaver
 from ._checkpoint import Saver as Saver
 from ._checkpoint import SqliteSaver as SqliteSaver
+from ._checkpoint import ThreadInfo as ThreadInfo
 from ._checkpoint import dump_checkpoint as dump_checkpoint
 from ._checkpoint import load_checkpoint as load_checkpoint
 from ._config import RunnableConfig as RunnableConfig
@@ -39,6 +41,7 @@ from ._exceptions import OutputParseError as OutputParseError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import ReportedError as ReportedError
 from ._exceptions import RunCancelled as RunCancelled
+from ._exceptions import ThreadBusy as ThreadBusy
 from ._exceptions import ToolArgumentError as ToolArgumentError
 from ._exceptions import ToolExecutionError as ToolExecutionError
 from ._hooks import Hook as Hook
@@ -123,6 +126,7 @@ __all__ = [
     "ImagePart",
     "Interrupt",
     "KeyStrategy",
+    "LeasingSaver",
     "MaxIterationsExceeded",
     "MemorySaver",
     "Message",
@@ -160,6 +164,8 @@ __all__ = [
     "StateUpdated",
     "SystemMessage",
     "TextPart",
+    "ThreadBusy",
+    "ThreadInfo",
     "Tool",
     "ToolArgumentError",
     "ToolCall",

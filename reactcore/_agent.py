@@ -10,16 +10,17 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 import anyio
+import anyio.abc
 import attrs
 
 from ._approval import Interrupt, Resume
-from ._checkpoint import Saver
+from ._checkpoint import Saver, claim_thread, request_cancel
 from ._config import RunnableConfig
-from ._events import RunFailed, RunFinished, RunInterrupted
+from ._events import Event, RunFailed, RunFinished, RunInterrupted
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
 from ._exceptions import RunCancelled
 from ._hooks import Hook, order_hooks
@@ -235,7 +236,9 @@ class ReactAgent:
         """Start a run in a task group this context owns, and give its handle.
 
         Leaving the block before the run ended cancels the run; nothing it started keeps
-        running after the block.
+        running after the block. With a saver and a ``thread_id``, the run owns the thread
+        until it ends: entering raises ``ThreadBusy`` when another live run owns it (at
+        once, or after ``config.wait_for_thread`` seconds).
         """
         config = config if config is not None else RunnableConfig()
         # Each run works in its own copy of the context: run-scoped entries (counters,
@@ -247,17 +250,22 @@ class ReactAgent:
         tracer = self._tracer or ambient()
         drive = self._drive if tracer is None else functools.partial(self._traced, tracer)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(drive, run, input, config)
             try:
-                yield run
-            except (anyio.get_cancelled_exc_class(), GeneratorExit):
-                raise
-            except BaseException as exc:
-                # Raised after the group, so the caller gets it as itself, not in a group.
+                # The run owns its thread from here (ThreadBusy if another live run does).
+                await tg.start(drive, run, input, config)
+            except Exception as exc:
                 failure = exc
-            finally:
-                if not run.done:
-                    run.cancel()
+            else:
+                try:
+                    yield run
+                except (anyio.get_cancelled_exc_class(), GeneratorExit):
+                    raise
+                except BaseException as exc:
+                    # Raised after the group, so the caller gets it as itself, not in a group.
+                    failure = exc
+                finally:
+                    if not run.done:
+                        run.cancel()
         if failure is None:
             # KeyboardInterrupt, SystemExit … never stay inside a run nobody asked about.
             failure = run.unraised_fatal_error
@@ -276,10 +284,48 @@ class ReactAgent:
         async with self.start(input, config) as run, run.events() as events:
             yield events
 
+    async def cancel_thread(self, thread_id: str) -> bool:
+        """Ask the live run of ``thread_id`` to stop, wherever it runs (this process, or
+        another one sharing the saver); whether one owns the thread.
+
+        The owning run sees the request within its saver's polling delay and ends as a
+        cancelled run (``RunCancelled``), its finished tool calls kept in the checkpoint.
+        """
+        if self.saver is None:
+            raise ValueError("cancel_thread needs a saver: runs are found through it")
+        return await request_cancel(self.saver, thread_id)
+
+    def _owning(self, run: AgentRun, config: RunnableConfig) -> AbstractAsyncContextManager[None]:
+        """The run's claim on its thread (none without a saver or a thread id)."""
+        if self.saver is None or config.thread_id is None:
+            return nullcontext()
+        return claim_thread(
+            self.saver,
+            config.thread_id,
+            owner=run.run_id,
+            wait=config.wait_for_thread,
+            on_cancel=run.cancel,
+        )
+
     async def _drive(
-        self, run: AgentRun, value: AgentInput | Resume | None, config: RunnableConfig
+        self,
+        run: AgentRun,
+        value: AgentInput | Resume | None,
+        config: RunnableConfig,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Run the loop in the run's scope; record how it ended, never raise into the group."""
+        """Own the thread (failing ``start`` if it is busy), run the loop, release the
+        thread, then end the handle: a caller who saw the end may start the next run."""
+        async with self._owning(run, config):
+            task_status.started()
+            event, result, error = await self._execute(run, value, config)
+        await run.finish(event, result, error)
+
+    async def _execute(
+        self, run: AgentRun, value: AgentInput | Resume | None, config: RunnableConfig
+    ) -> tuple[Event, AgentResult | None, BaseException | None]:
+        """Run the loop in the run's scope; say how it ended, never raise into the group."""
         log = self._log.bind(run_id=run.run_id) if self.enable_logging else None
         result: AgentResult | None = None
         try:
@@ -298,17 +344,15 @@ class ReactAgent:
             # KeyboardInterrupt escaping a task stops the event loop).
             if log is not None:
                 log.warning("agent_run_failed", error=type(exc).__name__)
-            await run.finish(RunFailed(exc), None, exc)
-            return
+            return RunFailed(exc), None, exc
         if result is None:
             error = _cancelled(run, "the run was cancelled")
-            await run.finish(RunFailed(error), None, error)
-        elif result.status == "interrupted":
-            await run.finish(RunInterrupted(result.interrupt.calls, result), result, None)
-        else:
-            if log is not None:
-                log.info("agent_run_finished", model_calls=result.model_calls)
-            await run.finish(RunFinished(result), result, None)
+            return RunFailed(error), None, error
+        if result.status == "interrupted":
+            return RunInterrupted(result.interrupt.calls, result), result, None
+        if log is not None:
+            log.info("agent_run_finished", model_calls=result.model_calls)
+        return RunFinished(result), result, None
 
     async def _traced(
         self,
@@ -316,13 +360,15 @@ class ReactAgent:
         run: AgentRun,
         value: AgentInput | Resume | None,
         config: RunnableConfig,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """``_drive`` inside the run's span, with ``tracer`` current for the run's steps."""
         token = current.set(tracer)
         try:
             with tracer.run(self, run) as trace:
                 try:
-                    await self._drive(run, value, config)
+                    await self._drive(run, value, config, task_status=task_status)
                 finally:
                     trace.ended(run, run._result, run._error)
         finally:

@@ -1,5 +1,11 @@
 """Checkpoints: the state of a conversation saved after every step, and the savers that
-keep them (in memory, or in SQLite).
+keep them (in memory, or in SQLite; ``reactcore.postgres`` adds PostgreSQL).
+
+Savers also keep who owns each thread (``LeasingSaver``): one live run per thread, the
+claim taken before the run reads its checkpoint and released when it ends; a second run
+gets ``ThreadBusy``. ``hold_lease`` turns a saver's blocking claim primitives (acquire,
+renew, release: a ``LeaseBackend``) into that claim, with a keeper task that renews it
+and relays cancel requests (``request_cancel``) to the run.
 
 A checkpoint is stored as JSON text (``dump_checkpoint`` / ``load_checkpoint``), written
 through the project's one cattrs converter. The format, schema version 1::
@@ -45,12 +51,18 @@ to upgrade the older layouts; ``tests/fixtures/checkpoint_v1.json`` pins version
 from __future__ import annotations
 
 import builtins
+import errno
+import hashlib
 import json
 import math
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
@@ -60,6 +72,8 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from ._exceptions import ThreadBusy
+from ._logging import get_logger
 from ._messages import (
     AssistantMessage,
     AudioPart,
@@ -104,7 +118,11 @@ class Checkpoint:
 
 
 class Saver(Protocol):
-    """Where checkpoints live. Every method is async (a saver may do I/O)."""
+    """Where checkpoints live. Every method is async (a saver may do I/O).
+
+    These four methods are all a saver needs; ``LeasingSaver`` adds thread ownership
+    across processes (without it, ownership holds among the runs of one process).
+    """
 
     async def get(self, thread_id: str) -> Checkpoint | None:
         """The latest checkpoint of ``thread_id``, or ``None``."""
@@ -120,6 +138,75 @@ class Saver(Protocol):
 
     async def delete(self, thread_id: str) -> None:
         """Forget ``thread_id``."""
+        ...
+
+
+ThreadStatus = Literal["unfinished", "interrupted", "finished"]
+
+
+@attrs.frozen
+class ThreadInfo:
+    """A thread as ``saver.threads()`` lists it, from its latest checkpoint.
+
+    ``status``: ``"finished"`` (its last run ended), ``"interrupted"`` (it waits for a
+    human's decision), or ``"unfinished"`` (a run stopped before its end: it crashed, was
+    cancelled or failed, or is running right now; ``invoke(None, config)`` resumes it).
+    """
+
+    thread_id: str
+    status: ThreadStatus
+    run_id: str
+    step: int
+    updated_at: float
+
+
+def thread_status(checkpoint: Checkpoint) -> ThreadStatus:
+    """The status of a thread whose latest checkpoint is ``checkpoint``."""
+    if checkpoint.next == "end":
+        return "finished"
+    return "interrupted" if checkpoint.interrupt else "unfinished"
+
+
+class LeasingSaver(Saver, Protocol):
+    """A saver that also keeps who owns each thread: one live run at a time.
+
+    ``ReactAgent`` claims the thread of every run that has a ``thread_id`` before it
+    reads the checkpoint, and holds the claim until the run ends. A saver with no
+    ``claim`` method still gets ownership, but only among the runs of this process
+    (a table kept per saver object); savers shared by processes must implement it.
+    """
+
+    def claim(
+        self,
+        thread_id: str,
+        *,
+        owner: str,
+        wait: float = 0.0,
+        on_cancel: Callable[[], None] = ...,
+    ) -> AbstractAsyncContextManager[None]:
+        """Own ``thread_id`` for the ``async with`` block, as ``owner`` (a run id).
+
+        Raised on entering: ``ThreadBusy`` when another live run owns the thread, at
+        once, or after waiting ``wait`` seconds for it to end. While the block runs, the
+        saver calls ``on_cancel()`` when someone asked to cancel the thread
+        (``request_cancel``) or when the claim was lost. Leaving releases the claim,
+        even when cancelled.
+        """
+        ...
+
+    async def request_cancel(self, thread_id: str) -> bool:
+        """Ask the run that owns ``thread_id`` (in any process) to stop; whether one did."""
+        ...
+
+    async def threads(
+        self,
+        *,
+        status: ThreadStatus | None = "unfinished",
+        after: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[ThreadInfo]:
+        """A page of threads with ``status`` (``None``: all), ordered by thread id, the
+        first after ``after``; the next page starts after the last one's id."""
         ...
 
 
@@ -407,6 +494,249 @@ def load_checkpoint(text: str | bytes) -> Checkpoint:
         raise ValueError(f"malformed checkpoint: {describe_error(exc, '$')}") from exc
 
 
+# --- thread ownership -------------------------------------------------------------------
+
+_T = TypeVar("_T")
+
+Renewal = Literal["held", "cancel", "lost"]
+"""What renewing a claim found: still ours, ours with a cancel request, or taken away."""
+
+_log = get_logger(component="leases")
+
+WAIT_POLL = 0.05
+"""How often (seconds) a run that waits for a thread tries again."""
+
+
+class LeaseBackend(Protocol):
+    """The blocking primitives of one kind of claim, turned into ``claim`` by
+    ``hold_lease`` (each method is called in a worker thread, or inline when cheap)."""
+
+    def try_acquire(self, thread_id: str, owner: str) -> str | None:
+        """Take ``thread_id`` for ``owner``: ``None`` when taken, else who holds it."""
+        ...
+
+    def renew(self, thread_id: str, owner: str) -> Renewal:
+        """Keep the claim alive; say whether it is still ours and whether to cancel."""
+        ...
+
+    def release(self, thread_id: str, owner: str) -> None:
+        """Give the claim up (nothing happens if ``owner`` no longer holds it)."""
+        ...
+
+
+Call = Callable[[Callable[..., Any], str, str], Any]
+
+
+async def _inline(function: Callable[..., _T], *args: Any) -> _T:
+    await anyio.lowlevel.checkpoint()
+    return function(*args)
+
+
+async def _in_thread(function: Callable[..., _T], *args: Any) -> _T:
+    return await anyio.to_thread.run_sync(function, *args)
+
+
+@asynccontextmanager
+async def hold_lease(
+    backend: LeaseBackend,
+    thread_id: str,
+    owner: str,
+    *,
+    wait: float,
+    heartbeat: float,
+    on_cancel: Callable[[], None],
+    lost_after: float | None = None,
+    in_thread: bool = True,
+) -> AsyncIterator[None]:
+    """``claim`` for ``backend``: acquire (waiting up to ``wait`` seconds), renew every
+    ``heartbeat`` seconds while the block runs, release when it ends (shielded).
+
+    A claim that could not be renewed for ``lost_after`` seconds (its TTL: by then
+    another process may have taken it) counts as lost: ``on_cancel()`` is called.
+    """
+    call = _in_thread if in_thread else _inline
+    deadline = anyio.current_time() + wait
+    while True:
+        # Shielded: an acquisition that succeeded is always followed by its release.
+        with anyio.CancelScope(shield=True):
+            holder = await call(backend.try_acquire, thread_id, owner)
+        if holder is None:
+            break
+        remaining = deadline - anyio.current_time()
+        if remaining <= 0:
+            raise ThreadBusy(thread_id, holder)
+        await anyio.sleep(min(WAIT_POLL, remaining))
+    failure: Exception | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_keep, call, backend, thread_id, owner, heartbeat, on_cancel, lost_after)
+            try:
+                yield
+            except Exception as exc:  # raised after the group, as itself
+                failure = exc
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            try:
+                await call(backend.release, thread_id, owner)
+            except Exception as exc:  # the claim lapses at its TTL; the run's outcome stands
+                _log.warning("lease_release_failed", thread_id=thread_id, error=repr(exc))
+    if failure is not None:
+        raise failure
+
+
+async def _keep(
+    call: Call,
+    backend: LeaseBackend,
+    thread_id: str,
+    owner: str,
+    heartbeat: float,
+    on_cancel: Callable[[], None],
+    lost_after: float | None,
+) -> None:
+    """Renew the claim until cancelled; tell the run when it must stop."""
+    renewed = anyio.current_time()
+    while True:
+        await anyio.sleep(heartbeat)
+        try:
+            verdict: Renewal = await call(backend.renew, thread_id, owner)
+        except Exception as exc:
+            _log.warning("lease_renew_failed", thread_id=thread_id, error=repr(exc))
+            if lost_after is not None and anyio.current_time() - renewed > lost_after:
+                on_cancel()
+                return
+            continue
+        renewed = anyio.current_time()
+        if verdict != "held":
+            on_cancel()
+        if verdict == "lost":
+            return
+
+
+@attrs.define(eq=False)
+class _Holder:
+    owner: str
+    cancel: bool = False
+
+
+@attrs.define(eq=False)
+class LocalLeases:
+    """Claims among the runs of this process: a table guarded by a threading lock (so
+    runs on several event loops may share it)."""
+
+    _held: dict[str, _Holder] = attrs.field(factory=dict, init=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    def try_acquire(self, thread_id: str, owner: str) -> str | None:
+        with self._lock:
+            holder = self._held.get(thread_id)
+            if holder is not None:
+                return f"run {holder.owner}"
+            self._held[thread_id] = _Holder(owner)
+            return None
+
+    def renew(self, thread_id: str, owner: str) -> Renewal:
+        with self._lock:
+            holder = self._held.get(thread_id)
+            if holder is None or holder.owner != owner:
+                return "lost"
+            return "cancel" if holder.cancel else "held"
+
+    def release(self, thread_id: str, owner: str) -> None:
+        with self._lock:
+            holder = self._held.get(thread_id)
+            if holder is not None and holder.owner == owner:
+                del self._held[thread_id]
+
+    def request_cancel(self, thread_id: str) -> bool:
+        with self._lock:
+            holder = self._held.get(thread_id)
+            if holder is not None:
+                holder.cancel = True
+            return holder is not None
+
+    def claim(
+        self, thread_id: str, owner: str, wait: float, on_cancel: Callable[[], None]
+    ) -> AbstractAsyncContextManager[None]:
+        return hold_lease(
+            self,
+            thread_id,
+            owner,
+            wait=wait,
+            heartbeat=0.1,
+            on_cancel=on_cancel,
+            in_thread=False,
+        )
+
+
+_fallback_leases: weakref.WeakKeyDictionary[Any, LocalLeases] = weakref.WeakKeyDictionary()
+_fallback_lock = threading.Lock()
+
+
+def _leases_of(saver: Any) -> LocalLeases:
+    """The process-local claims of a saver that has no ``claim`` of its own."""
+    with _fallback_lock:
+        try:
+            leases = _fallback_leases.get(saver)
+            if leases is None:
+                leases = _fallback_leases[saver] = LocalLeases()
+        except TypeError:
+            raise TypeError(
+                f"{type(saver).__name__} has no claim() and cannot be weakly referenced: "
+                "implement LeasingSaver.claim to give its threads ownership"
+            ) from None
+        return leases
+
+
+def claim_thread(
+    saver: Saver, thread_id: str, *, owner: str, wait: float, on_cancel: Callable[[], None]
+) -> AbstractAsyncContextManager[None]:
+    """Own ``thread_id`` through ``saver`` (see ``LeasingSaver``): its own ``claim``, or
+    process-local ownership for a saver without one."""
+    claim = getattr(saver, "claim", None)
+    if callable(claim):
+        result: AbstractAsyncContextManager[None] = claim(
+            thread_id, owner=owner, wait=wait, on_cancel=on_cancel
+        )
+        return result
+    return _leases_of(saver).claim(thread_id, owner, wait, on_cancel)
+
+
+async def request_cancel(saver: Saver, thread_id: str) -> bool:
+    """Ask the run owning ``thread_id`` to stop, through ``saver``; whether one did."""
+    ask = getattr(saver, "request_cancel", None)
+    if callable(ask):
+        answer: bool = await ask(thread_id)
+        return answer
+    await anyio.lowlevel.checkpoint()
+    return _leases_of(saver).request_cancel(thread_id)
+
+
+def _page(
+    infos: Iterable[ThreadInfo], status: ThreadStatus | None, after: str | None, limit: int
+) -> builtins.list[ThreadInfo]:
+    """The ``threads()`` page of ``infos`` (in any order)."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    chosen = (
+        i
+        for i in infos
+        if (status is None or i.status == status) and (after is None or i.thread_id > after)
+    )
+    return sorted(chosen, key=lambda i: i.thread_id)[:limit]
+
+
+def _info(checkpoint: Checkpoint) -> ThreadInfo:
+    return ThreadInfo(
+        checkpoint.thread_id,
+        thread_status(checkpoint),
+        checkpoint.run_id,
+        checkpoint.step,
+        checkpoint.created_at,
+    )
+
+
 # --- savers -----------------------------------------------------------------------------
 
 
@@ -426,10 +756,41 @@ class MemorySaver:
     Nothing is serialised, so values that ``dump_checkpoint`` would refuse are kept too.
     A lock guards the map, so runs on any threads of any event loops may share one saver;
     each operation is short and never waits, so taking the lock on the loop is fine.
+    Threads are owned by one run at a time among the runs sharing this saver (``claim``).
     """
 
     _threads: dict[str, builtins.list[Checkpoint]] = attrs.field(factory=dict, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+    _leases: LocalLeases = attrs.field(factory=LocalLeases, init=False)
+
+    def claim(
+        self,
+        thread_id: str,
+        *,
+        owner: str,
+        wait: float = 0.0,
+        on_cancel: Callable[[], None] = lambda: None,
+    ) -> AbstractAsyncContextManager[None]:
+        """Own ``thread_id`` for the block (see ``LeasingSaver.claim``)."""
+        return self._leases.claim(thread_id, owner, wait, on_cancel)
+
+    async def request_cancel(self, thread_id: str) -> bool:
+        """Ask the run owning ``thread_id`` to stop; whether one does."""
+        await anyio.lowlevel.checkpoint()
+        return self._leases.request_cancel(thread_id)
+
+    async def threads(
+        self,
+        *,
+        status: ThreadStatus | None = "unfinished",
+        after: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[ThreadInfo]:
+        """A page of threads with ``status`` (see ``LeasingSaver.threads``)."""
+        await anyio.lowlevel.checkpoint()
+        with self._lock:
+            latest = [stored[-1] for stored in self._threads.values() if stored]
+        return _page(map(_info, latest), status, after, limit)
 
     async def get(self, thread_id: str) -> Checkpoint | None:
         """The latest checkpoint of ``thread_id``, or ``None``."""
@@ -461,9 +822,6 @@ class MemorySaver:
             return builtins.list(self._threads.get(thread_id, ()))
 
 
-SQLITE_SCHEMA = 1
-"""The version of the SQLite layout (``PRAGMA user_version``); 0 is a new, empty file."""
-
 _CREATE_TABLE = """
 CREATE TABLE IF NOT EXISTS checkpoints (
     id INTEGER PRIMARY KEY,
@@ -477,14 +835,71 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 _CREATE_INDEX = (
     "CREATE INDEX IF NOT EXISTS checkpoints_thread_step ON checkpoints (thread_id, step)"
 )
+_CREATE_THREADS = """
+CREATE TABLE IF NOT EXISTS threads (
+    thread_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    updated_at REAL NOT NULL
+)
+"""
+_CREATE_CANCELS = """
+CREATE TABLE IF NOT EXISTS cancel_requests (
+    thread_id TEXT PRIMARY KEY,
+    requested_at REAL NOT NULL
+)
+"""
 _INSERT = (
     "INSERT INTO checkpoints (thread_id, step, run_id, created_at, body) VALUES (?, ?, ?, ?, ?)"
 )
+_UPSERT_THREAD = """
+INSERT INTO threads (thread_id, status, run_id, step, updated_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, run_id = excluded.run_id,
+    step = excluded.step, updated_at = excluded.updated_at
+"""
 _SELECT_LATEST = "SELECT body FROM checkpoints WHERE thread_id = ? ORDER BY id DESC LIMIT 1"
 _SELECT_ALL = "SELECT body FROM checkpoints WHERE thread_id = ? ORDER BY id"
-_DELETE = "DELETE FROM checkpoints WHERE thread_id = ?"
+_SELECT_THREADS = """
+SELECT thread_id, status, run_id, step, updated_at FROM threads
+WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR thread_id > ?2)
+ORDER BY thread_id LIMIT ?3
+"""
+_DELETE = (
+    "DELETE FROM checkpoints WHERE thread_id = ?",
+    "DELETE FROM threads WHERE thread_id = ?",
+    "DELETE FROM cancel_requests WHERE thread_id = ?",
+)
+_REQUEST_CANCEL = "INSERT OR REPLACE INTO cancel_requests (thread_id, requested_at) VALUES (?, ?)"
+_SELECT_CANCEL = "SELECT 1 FROM cancel_requests WHERE thread_id = ?"
+_CLEAR_CANCEL = "DELETE FROM cancel_requests WHERE thread_id = ?"
 
-_T = TypeVar("_T")
+
+def _migrate_to_1(conn: sqlite3.Connection) -> None:
+    """Version 1: one row per checkpoint."""
+    conn.execute(_CREATE_TABLE)
+    conn.execute(_CREATE_INDEX)
+
+
+def _migrate_to_2(conn: sqlite3.Connection) -> None:
+    """Version 2: a row per thread (its latest status, for ``threads()``), filled from
+    the checkpoints already there, and the cancel requests of ``request_cancel``."""
+    conn.execute(_CREATE_THREADS)
+    conn.execute(_CREATE_CANCELS)
+    latest = (
+        "SELECT body FROM checkpoints"
+        " WHERE id IN (SELECT max(id) FROM checkpoints GROUP BY thread_id)"
+    )
+    for (body,) in conn.execute(latest).fetchall():
+        info = _info(load_checkpoint(body))
+        conn.execute(_UPSERT_THREAD, attrs.astuple(info))
+
+
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_1, _migrate_to_2)
+"""``_MIGRATIONS[n]`` brings a file from layout version ``n`` to ``n + 1``."""
+
+SQLITE_SCHEMA = len(_MIGRATIONS)
+"""The version of the SQLite layout (``PRAGMA user_version``); 0 is a new, empty file."""
 
 
 def _user_version(conn: sqlite3.Connection) -> int:
@@ -497,20 +912,30 @@ def _user_version(conn: sqlite3.Connection) -> int:
     return version
 
 
-def _create_schema(conn: sqlite3.Connection) -> None:
-    """Create the table and index once, even when several processes open a new file."""
-    if _user_version(conn) == SQLITE_SCHEMA:
-        return
-    conn.execute("BEGIN IMMEDIATE")  # the write lock: one process creates, others wait
+def _transaction(conn: sqlite3.Connection, work: Callable[[], _T]) -> _T:
+    """Run ``work`` in one write transaction (taking the write lock at once)."""
+    conn.execute("BEGIN IMMEDIATE")
     try:
-        if _user_version(conn) < SQLITE_SCHEMA:
-            conn.execute(_CREATE_TABLE)
-            conn.execute(_CREATE_INDEX)
-            conn.execute(f"PRAGMA user_version = {SQLITE_SCHEMA}")
+        result = work()
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    return result
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    """Bring the file to the current layout once, even when several processes open it
+    at the same time (the write lock: one process migrates, the others wait)."""
+    if _user_version(conn) == SQLITE_SCHEMA:
+        return
+
+    def migrate() -> None:
+        for step in _MIGRATIONS[_user_version(conn) :]:
+            step(conn)
+        conn.execute(f"PRAGMA user_version = {SQLITE_SCHEMA}")
+
+    _transaction(conn, migrate)
 
 
 def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
@@ -532,10 +957,102 @@ def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
     return conn
 
 
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _holder_of(fd: int) -> str:
+    """The holder named in a lock file (which its holder writes just after locking)."""
+    for _ in range(5):
+        text = os.pread(fd, 256, 0).decode("utf-8", "replace")
+        if "\n" in text:
+            return text.split("\n")[0]
+        time.sleep(0.01)
+    return "another run"
+
+
+@attrs.define(eq=False)
+class _FileLeases:
+    """Claims shared by the processes of one machine: an exclusive ``flock`` on a file
+    per thread in ``directory``. The kernel drops the lock when its holder dies, so a
+    killed process never keeps a thread. The file holds its holder's name and pid
+    (emptied on release), for ``ThreadBusy`` and ``request_cancel``; cancel requests
+    live in the database."""
+
+    directory: Path
+    saver: SqliteSaver
+    _fds: dict[tuple[str, str], int] = attrs.field(factory=dict, init=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    def _path(self, thread_id: str) -> Path:
+        digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
+        return self.directory / f"{digest[:40]}.lock"
+
+    def try_acquire(self, thread_id: str, owner: str) -> str | None:
+        import fcntl  # POSIX only, and only needed here: importing reactcore works anywhere
+
+        with self._lock:
+            mine = next((o for (t, o) in self._fds if t == thread_id), None)
+        if mine is not None:  # held in this process: no need to ask the kernel
+            return f"run {mine} (pid {os.getpid()})"
+        self.directory.mkdir(exist_ok=True)
+        fd = os.open(self._path(thread_id), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                holder = _holder_of(fd)
+                os.close(fd)
+                return holder
+            with self._lock:
+                self._fds[(thread_id, owner)] = fd
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"run {owner} (pid {os.getpid()})\n{os.getpid()}\n".encode(), 0)
+            self.saver._locked(lambda conn: conn.execute(_CLEAR_CANCEL, (thread_id,)))
+        except BaseException:
+            with self._lock:
+                self._fds.pop((thread_id, owner), None)
+            os.close(fd)  # closing drops the lock too
+            raise
+        return None
+
+    def renew(self, thread_id: str, owner: str) -> Renewal:
+        row = self.saver._locked(lambda conn: conn.execute(_SELECT_CANCEL, (thread_id,)).fetchone())
+        return "held" if row is None else "cancel"
+
+    def release(self, thread_id: str, owner: str) -> None:
+        with self._lock:
+            fd = self._fds.pop((thread_id, owner), None)
+        if fd is None:
+            return
+        try:
+            os.ftruncate(fd, 0)
+            self.saver._locked(lambda conn: conn.execute(_CLEAR_CANCEL, (thread_id,)))
+        finally:
+            os.close(fd)  # drops the lock
+
+    def holder_alive(self, thread_id: str) -> bool:
+        """Whether a live process holds ``thread_id`` (from the pid in its file)."""
+        try:
+            lines = self._path(thread_id).read_text("utf-8", "replace").split("\n")
+        except FileNotFoundError:
+            return False
+        return len(lines) > 1 and lines[1].isdigit() and _process_alive(int(lines[1]))
+
+
 @attrs.define(eq=False)
 class SqliteSaver:
     """Keeps checkpoints in the SQLite file ``path``: one row per checkpoint, the
-    checkpoint as ``dump_checkpoint`` JSON in ``body``.
+    checkpoint as ``dump_checkpoint`` JSON in ``body``, and a row per thread with its
+    latest status (both written in one transaction).
 
     Nothing happens in ``__init__``: the file is opened (and the table created) on first
     use, in a worker thread, like every SQLite call, so the event loop never blocks on
@@ -553,15 +1070,29 @@ class SqliteSaver:
     see the last committed checkpoints while a writer writes, and a write that finds
     another writer waits up to ``busy_timeout`` seconds.
 
+    **Ownership** (``claim``): one run at a time per thread, among the runs of every
+    process on this machine, through a file lock per thread in the folder
+    ``<path>.leases`` (POSIX ``flock``; a killed process's locks are dropped by the
+    kernel at once). A run polls for cancel requests every ``cancel_poll`` seconds.
+
     Order is insertion order (the row id), which is the order ``put`` was called.
-    ``path`` may be ``":memory:"`` (one private database, for tests).
+    ``path`` may be ``":memory:"`` (one private database, for tests; ownership is then
+    among this process's runs).
     """
 
     path: str | os.PathLike[str]
     busy_timeout: float = 10.0
+    cancel_poll: float = 0.25
     _conn: sqlite3.Connection | None = attrs.field(default=None, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+    _leases: _FileLeases | LocalLeases = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if os.fspath(self.path) == ":memory:":
+            self._leases = LocalLeases()
+        else:
+            self._leases = _FileLeases(Path(f"{os.fspath(self.path)}.leases"), self)
 
     async def __aenter__(self) -> SqliteSaver:
         await self._run(lambda conn: None)  # open now, so a bad file fails here
@@ -604,7 +1135,7 @@ class SqliteSaver:
         return await anyio.to_thread.run_sync(latest)
 
     async def put(self, thread_id: str, checkpoint: Checkpoint) -> None:
-        """Store ``checkpoint`` as the latest of ``thread_id``.
+        """Store ``checkpoint`` as the latest of ``thread_id`` (one transaction).
 
         Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread;
         ``TypeError`` when the state holds a value a checkpoint cannot keep (see
@@ -612,16 +1143,27 @@ class SqliteSaver:
         """
         _check_thread(thread_id, checkpoint)
         row = (thread_id, checkpoint.step, checkpoint.run_id, checkpoint.created_at)
+        info = attrs.astuple(_info(checkpoint))
 
         def insert() -> None:
             body = dump_checkpoint(checkpoint)
-            self._locked(lambda conn: conn.execute(_INSERT, (*row, body)))
+
+            def write(conn: sqlite3.Connection) -> None:
+                conn.execute(_INSERT, (*row, body))
+                conn.execute(_UPSERT_THREAD, info)
+
+            self._locked(lambda conn: _transaction(conn, lambda: write(conn)))
 
         await anyio.to_thread.run_sync(insert)
 
     async def delete(self, thread_id: str) -> None:
         """Forget ``thread_id``."""
-        await self._run(lambda conn: conn.execute(_DELETE, (thread_id,)))
+
+        def forget(conn: sqlite3.Connection) -> None:
+            for statement in _DELETE:
+                conn.execute(statement, (thread_id,))
+
+        await self._run(lambda conn: _transaction(conn, lambda: forget(conn)))
 
     async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
         """Every checkpoint of ``thread_id``, oldest first."""
@@ -631,3 +1173,53 @@ class SqliteSaver:
             return [load_checkpoint(body) for (body,) in rows]
 
         return await anyio.to_thread.run_sync(every)
+
+    async def threads(
+        self,
+        *,
+        status: ThreadStatus | None = "unfinished",
+        after: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[ThreadInfo]:
+        """A page of threads with ``status`` (see ``LeasingSaver.threads``)."""
+        _page((), status, after, limit)  # checks limit
+        rows = await self._run(
+            lambda conn: conn.execute(_SELECT_THREADS, (status, after, limit)).fetchall()
+        )
+        return [ThreadInfo(*row) for row in rows]
+
+    def claim(
+        self,
+        thread_id: str,
+        *,
+        owner: str,
+        wait: float = 0.0,
+        on_cancel: Callable[[], None] = lambda: None,
+    ) -> AbstractAsyncContextManager[None]:
+        """Own ``thread_id`` for the block, across processes (see ``LeasingSaver.claim``)."""
+        if isinstance(self._leases, LocalLeases):
+            return self._leases.claim(thread_id, owner, wait, on_cancel)
+        return hold_lease(
+            self._leases,
+            thread_id,
+            owner,
+            wait=wait,
+            heartbeat=self.cancel_poll,
+            on_cancel=on_cancel,
+        )
+
+    async def request_cancel(self, thread_id: str) -> bool:
+        """Ask the run owning ``thread_id`` (in any process on this machine) to stop;
+        whether a live one owns it. The run sees it within ``cancel_poll`` seconds."""
+        leases = self._leases
+        if isinstance(leases, LocalLeases):
+            await anyio.lowlevel.checkpoint()
+            return leases.request_cancel(thread_id)
+
+        def ask() -> bool:
+            if not leases.holder_alive(thread_id):
+                return False
+            self._locked(lambda conn: conn.execute(_REQUEST_CANCEL, (thread_id, time.time())))
+            return True
+
+        return await anyio.to_thread.run_sync(ask)

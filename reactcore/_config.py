@@ -16,8 +16,14 @@ class RunnableConfig:
     ``metadata`` holds caller-visible settings (``_stream_``); ``context`` is the run's
     working space shared by nodes and interceptors (``dynamic_tools``,
     ``_MODEL_ITERATION_`` …) — the one mutable part, on purpose.
+    ``wait_for_thread``: when another live run owns ``thread_id``, how many seconds to
+    wait for it to end before raising ``ThreadBusy`` (0, the default: raise at once;
+    ``math.inf``: wait as long as it takes).
     """
 
     thread_id: str | None = None
     metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
     context: dict[str, Any] = attrs.field(factory=dict, hash=False)
+    wait_for_thread: float = attrs.field(
+        default=0.0, kw_only=True, validator=attrs.validators.ge(0)
+    )

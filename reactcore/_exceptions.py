@@ -14,6 +14,7 @@
      ├── RunCancelled              the caller cancelled the run (``run.cancel()``)
      ├── OutputParseError          the final answer does not parse as ``output_type``
      ├── ReportedError             a run's error read back from JSON (``event_from_json``)
+     ├── ThreadBusy                another live run owns the thread (``thread_id``)
      └── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
@@ -132,6 +133,24 @@ class ReportedError(ReactcoreError):
     def __init__(self, message: str, *, type_name: str) -> None:
         super().__init__(message)
         self.type_name = type_name
+
+
+class ThreadBusy(ReactcoreError):
+    """Raised by ``ReactAgent.start`` / ``invoke`` / ``stream`` when another live run (in
+    this process, or another one sharing the saver) owns the thread.
+
+    Raised at once, or after ``RunnableConfig.wait_for_thread`` seconds of waiting for
+    the owner to end. ``thread_id`` is the thread; ``holder`` says who owns it, as far as
+    the saver knows (e.g. ``"run 3f2a… (pid 4242)"``).
+    """
+
+    def __init__(self, thread_id: str, holder: str = "another run") -> None:
+        super().__init__(
+            f"thread {thread_id!r} is busy: {holder} owns it (wait for it to end, "
+            "or pass RunnableConfig(wait_for_thread=seconds) to wait)"
+        )
+        self.thread_id = thread_id
+        self.holder = holder
 
 
 class ScriptExhaustedError(ReactcoreError, RuntimeError):

@@ -519,8 +519,8 @@ async def test_sqlite_constructor_does_no_io(tmp_path: Path) -> None:
 
 
 async def test_sqlite_file_layout(tmp_path: Path) -> None:
-    """WAL journal, layout version 1, one row per checkpoint with its columns, and the
-    index on (thread_id, step)."""
+    """WAL journal, layout version 2, one row per checkpoint with its columns, the
+    index on (thread_id, step), and one row per thread with its latest status."""
     path = tmp_path / "cp.db"
     async with SqliteSaver(path) as saver:
         await saver.put("t", checkpoint(0))
@@ -528,16 +528,46 @@ async def test_sqlite_file_layout(tmp_path: Path) -> None:
         db = sqlite3.connect(path)
         try:
             assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-            assert db.execute("PRAGMA user_version").fetchone() == (1,)
+            assert db.execute("PRAGMA user_version").fetchone() == (2,)
             rows = db.execute(
                 "SELECT thread_id, step, run_id, created_at, body FROM checkpoints ORDER BY id"
             ).fetchall()
+            threads = db.execute("SELECT * FROM threads").fetchall()
             indexes = db.execute("PRAGMA index_info(checkpoints_thread_step)").fetchall()
         finally:
             db.close()
     assert [r[:4] for r in rows] == [("t", 0, "run-t", 0.0), ("t", 1, "run-t", 1.0)]
     assert load_checkpoint(rows[1][4]) == checkpoint(1)
     assert [name for *_, name in indexes] == ["thread_id", "step"]
+    assert threads == [("t", "unfinished", "run-t", 1, 1.0)]
+
+
+async def test_sqlite_upgrades_a_version_1_file(tmp_path: Path) -> None:
+    """A file of layout version 1 (checkpoints only) opens in version 2: its threads are
+    listed with the status of their latest checkpoint, and its checkpoints load."""
+    path = tmp_path / "v1.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute(
+        "CREATE TABLE checkpoints (id INTEGER PRIMARY KEY, thread_id TEXT NOT NULL, "
+        "step INTEGER NOT NULL, run_id TEXT NOT NULL, created_at REAL NOT NULL, "
+        "body TEXT NOT NULL)"
+    )
+    for thread_id, step, next_step in [("a", 0, "model"), ("a", 1, "end"), ("b", 0, "tools")]:
+        stored = attrs.evolve(checkpoint(step, thread_id), next=next_step)
+        db.execute(
+            "INSERT INTO checkpoints (thread_id, step, run_id, created_at, body) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (thread_id, step, stored.run_id, stored.created_at, dump_checkpoint(stored)),
+        )
+    db.execute("PRAGMA user_version = 1")
+    db.close()
+    async with SqliteSaver(path) as saver:
+        listed = await saver.threads(status=None)
+        assert [(i.thread_id, i.status, i.step) for i in listed] == [
+            ("a", "finished", 1),
+            ("b", "unfinished", 0),
+        ]
+        assert [c.step for c in await saver.list("a")] == [0, 1]
 
 
 async def test_sqlite_data_survives_reopening(tmp_path: Path) -> None:
@@ -560,9 +590,9 @@ async def test_sqlite_refuses_a_newer_file_layout(tmp_path: Path) -> None:
     """A file whose layout version is newer than this code knows is not touched."""
     path = tmp_path / "future.db"
     db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 2")
+    db.execute("PRAGMA user_version = 3")
     db.close()
-    with pytest.raises(ValueError, match="layout version 2 is newer"):
+    with pytest.raises(ValueError, match="layout version 3 is newer"):
         async with SqliteSaver(path):
             pass  # pragma: no cover
 

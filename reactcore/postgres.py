@@ -1,0 +1,420 @@
+"""``PostgresSaver``: checkpoints in PostgreSQL, shared by every replica of a service,
+with run ownership (a lease per thread) and cancel requests across replicas.
+
+Install the extra: ``pip install 'reactcore[postgres]'`` (psycopg 3 and psycopg-pool);
+this is the only module that imports them, and ``import reactcore`` does not import it.
+
+**Driver: sync psycopg 3 in anyio worker threads, over a ``psycopg_pool.ConnectionPool``.**
+Measured here: psycopg's ``AsyncConnection`` and asyncpg both fail under trio (they need
+an asyncio loop); sync psycopg in worker threads works on asyncio and trio alike, the
+same pattern as ``SqliteSaver``. An operation takes a connection from the pool for one
+transaction and gives it back, so a live run holds no connection between operations:
+any number of runs share a small pool, and a cancelled run never keeps one.
+
+**Documents.** A checkpoint is stored as the same ``dump_checkpoint`` JSON text as in
+``SqliteSaver`` (one row per checkpoint, in ``body``), so a checkpoint moves between the
+two as is. A row per thread keeps its latest status, written in the same transaction as
+the checkpoint (``threads()`` reads it).
+
+**Ownership.** A run leases its thread: a row in ``leases`` with an expiry
+``lease_ttl`` seconds ahead (the server's clock), renewed every ``heartbeat`` seconds
+while the run lives. A lease whose holder died lapses after ``lease_ttl``; the thread can
+then be claimed elsewhere. Claiming is one ``INSERT … ON CONFLICT DO UPDATE … WHERE
+expired``: of two replicas racing, exactly one gets the row. A run that could not renew
+for ``lease_ttl`` seconds, or whose lease another run took, is cancelled; and ``put`` of
+a run whose thread is leased by another live run fails with ``ThreadBusy`` (a zombie
+cannot overwrite its successor's checkpoints).
+
+**Cancel.** ``request_cancel`` (``agent.cancel_thread``) marks the live lease; its run
+sees the mark at its next renewal, within ``heartbeat`` seconds.
+
+**Layout versions.** The tables live in the schema ``schema`` (default ``reactcore``),
+with their layout version in ``<schema>.meta``; migrations run once, under an advisory
+lock, when the first operation finds an older version (a newer one is refused).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+import socket
+import threading
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, LiteralString, TypeVar
+
+import anyio
+import anyio.to_thread
+import attrs
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from ._checkpoint import (
+    Checkpoint,
+    Renewal,
+    ThreadInfo,
+    ThreadStatus,
+    _check_thread,
+    _page,
+    dump_checkpoint,
+    hold_lease,
+    load_checkpoint,
+    thread_status,
+)
+from ._exceptions import ThreadBusy
+
+__all__ = ["POSTGRES_SCHEMA", "PostgresSaver"]
+
+_T = TypeVar("_T")
+
+_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
+    (
+        """CREATE TABLE {s}.checkpoints (
+            id bigserial PRIMARY KEY,
+            thread_id text COLLATE "C" NOT NULL,
+            step integer NOT NULL,
+            run_id text NOT NULL,
+            created_at double precision NOT NULL,
+            body text NOT NULL)""",
+        "CREATE INDEX checkpoints_thread_id ON {s}.checkpoints (thread_id, id)",
+        """CREATE TABLE {s}.threads (
+            thread_id text COLLATE "C" PRIMARY KEY,
+            status text NOT NULL,
+            run_id text NOT NULL,
+            step integer NOT NULL,
+            updated_at double precision NOT NULL)""",
+        "CREATE INDEX threads_status ON {s}.threads (status, thread_id)",
+        """CREATE TABLE {s}.leases (
+            thread_id text COLLATE "C" PRIMARY KEY,
+            owner text NOT NULL,
+            holder text NOT NULL,
+            expires_at timestamptz NOT NULL,
+            cancel_requested boolean NOT NULL DEFAULT false)""",
+    ),
+)
+"""``_MIGRATIONS[n]``: the statements bringing the layout from version ``n`` to ``n + 1``."""
+
+POSTGRES_SCHEMA = len(_MIGRATIONS)
+"""The version of the PostgreSQL layout (in ``<schema>.meta``); 0 is a new schema."""
+
+_STATEMENTS: dict[str, LiteralString] = {
+    "meta": "CREATE TABLE IF NOT EXISTS {s}.meta (version integer NOT NULL)",
+    "version": "SELECT version FROM {s}.meta",
+    "insert_version": "INSERT INTO {s}.meta (version) VALUES (%s)",
+    "set_version": "UPDATE {s}.meta SET version = %s",
+    # One statement (one round trip, atomic): the checkpoint and the thread's status,
+    # unless another live run leases the thread (then nothing, and its holder).
+    "put": "WITH other AS (SELECT holder FROM {s}.leases WHERE thread_id = %(thread)s"
+    " AND owner <> %(run)s AND expires_at > clock_timestamp()),"
+    " checkpoint AS (INSERT INTO {s}.checkpoints (thread_id, step, run_id, created_at, body)"
+    " SELECT %(thread)s, %(step)s, %(run)s, %(at)s, %(body)s WHERE NOT EXISTS (SELECT FROM other)),"
+    " thread AS (INSERT INTO {s}.threads (thread_id, status, run_id, step, updated_at)"
+    " SELECT %(thread)s, %(status)s, %(run)s, %(step)s, %(at)s"
+    " WHERE NOT EXISTS (SELECT FROM other)"
+    " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status,"
+    " run_id = excluded.run_id, step = excluded.step, updated_at = excluded.updated_at)"
+    " SELECT holder FROM other",
+    "latest": "SELECT body FROM {s}.checkpoints WHERE thread_id = %s ORDER BY id DESC LIMIT 1",
+    "all": "SELECT body FROM {s}.checkpoints WHERE thread_id = %s ORDER BY id",
+    "delete_checkpoints": "DELETE FROM {s}.checkpoints WHERE thread_id = %s",
+    "delete_thread": "DELETE FROM {s}.threads WHERE thread_id = %s",
+    "threads": "SELECT thread_id, status, run_id, step, updated_at FROM {s}.threads"
+    " WHERE (%(status)s::text IS NULL OR status = %(status)s)"
+    " AND (%(after)s::text IS NULL OR thread_id > %(after)s)"
+    " ORDER BY thread_id LIMIT %(limit)s",
+    "acquire": "INSERT INTO {s}.leases AS l (thread_id, owner, holder, expires_at)"
+    " VALUES (%(thread)s, %(owner)s, %(holder)s,"
+    " clock_timestamp() + %(ttl)s * interval '1 second')"
+    " ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,"
+    " expires_at = excluded.expires_at, cancel_requested = false"
+    " WHERE l.expires_at < clock_timestamp() RETURNING owner",
+    "holder": "SELECT holder FROM {s}.leases WHERE thread_id = %s",
+    "renew": "UPDATE {s}.leases SET expires_at = clock_timestamp() + %s * interval '1 second'"
+    " WHERE thread_id = %s AND owner = %s RETURNING cancel_requested",
+    "release": "DELETE FROM {s}.leases WHERE thread_id = %s AND owner = %s",
+    "cancel": "UPDATE {s}.leases SET cancel_requested = true"
+    " WHERE thread_id = %s AND expires_at > clock_timestamp()",
+}
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def _check_schema(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:
+    if not _IDENTIFIER.fullmatch(value):
+        raise ValueError(
+            f"schema must be a plain SQL identifier (letters, digits, _), not {value!r}"
+        )
+
+
+def _positive(instance: Any, attribute: attrs.Attribute[float], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be positive, got {value!r}")
+
+
+@attrs.define(eq=False)
+class PostgresSaver:
+    """Checkpoints in PostgreSQL (see the module docstring): ``PostgresSaver(dsn)``, or
+    ``PostgresSaver(pool=pool)`` with a ``psycopg_pool.ConnectionPool`` of your own.
+
+    Nothing happens in ``__init__``: the pool opens and the layout is checked on first
+    use, in a worker thread. Use ``async with PostgresSaver(dsn) as saver`` or call
+    ``aclose()`` (which closes the pool this saver made; a given pool stays yours).
+    ``max_connections`` sizes the pool this saver makes (in autocommit mode; the pool's
+    own worker threads stop when it is closed). Operations that find the pool exhausted
+    wait for a connection (``psycopg_pool.PoolTimeout`` after 30 s). A pool of your own
+    may be in either mode: multi-statement operations open a transaction themselves.
+    """
+
+    dsn: str | None = None
+    pool: ConnectionPool | None = attrs.field(default=None, kw_only=True)
+    schema: str = attrs.field(default="reactcore", kw_only=True, validator=_check_schema)
+    lease_ttl: float = attrs.field(default=10.0, kw_only=True, validator=_positive)
+    heartbeat: float = attrs.field(default=1.0, kw_only=True, validator=_positive)
+    max_connections: int = attrs.field(default=10, kw_only=True)
+    _own_pool: bool = attrs.field(default=False, init=False)
+    _ready: bool = attrs.field(default=False, init=False)
+    _closed: bool = attrs.field(default=False, init=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+    _sql: dict[str, sql.Composed] = attrs.field(init=False)
+    _holder: str = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if (self.dsn is None) == (self.pool is None):
+            raise ValueError("give PostgresSaver a dsn or a pool (one of them)")
+        if self.heartbeat >= self.lease_ttl:
+            raise ValueError(
+                f"heartbeat ({self.heartbeat}s) must be shorter than lease_ttl "
+                f"({self.lease_ttl}s): a lease must be renewed before it lapses"
+            )
+        names = {"s": sql.Identifier(self.schema)}
+        self._sql = {k: sql.SQL(v).format(**names) for k, v in _STATEMENTS.items()}
+        self._holder = f"{socket.gethostname()} pid {os.getpid()}"
+
+    async def __aenter__(self) -> PostgresSaver:
+        await self._run(lambda conn: None)  # connect and migrate now, so failures show here
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the pool this saver made (idempotent); a closed saver raises
+        ``anyio.ClosedResourceError``."""
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            pool, self._own_pool = (self.pool if self._own_pool else None), False
+        if pool is not None:
+            pool.close()
+
+    # --- connections ---------------------------------------------------------------
+
+    def _pool(self) -> ConnectionPool:
+        """The pool, opened (and the layout migrated) on first use."""
+        with self._lock:
+            if self._closed:
+                raise anyio.ClosedResourceError("this PostgresSaver was closed")
+            if self.pool is None:
+                assert self.dsn is not None
+                pool = ConnectionPool(
+                    self.dsn,
+                    min_size=1,
+                    max_size=self.max_connections,
+                    open=False,
+                    kwargs={"autocommit": True},
+                    name=f"reactcore-{self.schema}",
+                )
+                pool.open(wait=True, timeout=30)
+                self.pool, self._own_pool = pool, True
+            if not self._ready:
+                with self.pool.connection() as conn:
+                    self._migrate(conn)
+                self._ready = True
+            return self.pool
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        """Bring the schema to ``POSTGRES_SCHEMA`` in one transaction; concurrent
+        openers wait on the advisory lock, then find the work done."""
+        with conn.transaction():
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"reactcore:{self.schema}",)
+            )
+            conn.execute(
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
+            )
+            conn.execute(self._sql["meta"])
+            row = conn.execute(self._sql["version"]).fetchone()
+            version = 0 if row is None else int(row[0])
+            if version > POSTGRES_SCHEMA:
+                raise ValueError(
+                    f"checkpoint schema {self.schema!r} has layout version {version}, newer "
+                    f"than this reactcore knows (up to {POSTGRES_SCHEMA}): upgrade reactcore"
+                )
+            if version == POSTGRES_SCHEMA:
+                return
+            names = {"s": sql.Identifier(self.schema)}
+            for statements in _MIGRATIONS[version:]:
+                for statement in statements:
+                    conn.execute(sql.SQL(statement).format(**names))
+            if row is None:
+                conn.execute(self._sql["insert_version"], (POSTGRES_SCHEMA,))
+            else:
+                conn.execute(self._sql["set_version"], (POSTGRES_SCHEMA,))
+
+    def _sync(
+        self, operation: Callable[[psycopg.Connection[Any]], _T], transaction: bool = True
+    ) -> _T:
+        """Run ``operation`` on a pooled connection (in a worker thread): in a transaction,
+        or (``transaction=False``, for one statement) as it comes; the pool this saver
+        makes is in autocommit mode, so a single statement is a single round trip."""
+        with self._pool().connection() as conn:
+            if not transaction:
+                return operation(conn)
+            with conn.transaction():
+                return operation(conn)
+
+    async def _run(
+        self, operation: Callable[[psycopg.Connection[Any]], _T], transaction: bool = True
+    ) -> _T:
+        return await anyio.to_thread.run_sync(self._sync, operation, transaction)
+
+    # --- the Saver protocol ----------------------------------------------------------
+
+    async def get(self, thread_id: str) -> Checkpoint | None:
+        """The latest checkpoint of ``thread_id``, or ``None``."""
+
+        def latest() -> Checkpoint | None:
+            statement = self._sql["latest"]
+            row = self._sync(lambda c: c.execute(statement, (thread_id,)).fetchone(), False)
+            return None if row is None else load_checkpoint(row[0])
+
+        return await anyio.to_thread.run_sync(latest)
+
+    async def put(self, thread_id: str, checkpoint: Checkpoint) -> None:
+        """Store ``checkpoint`` as the latest of ``thread_id``: one transaction writing
+        the checkpoint row and the thread's status.
+
+        Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread;
+        ``TypeError`` when the state holds a value a checkpoint cannot keep;
+        ``ThreadBusy`` when another live run (not ``checkpoint.run_id``) leases the thread.
+        """
+        _check_thread(thread_id, checkpoint)
+        params = {
+            "thread": thread_id,
+            "step": checkpoint.step,
+            "run": checkpoint.run_id,
+            "at": checkpoint.created_at,
+            "status": thread_status(checkpoint),
+        }
+
+        def insert() -> None:
+            body = dump_checkpoint(checkpoint)  # encoded outside the connection
+            query = {**params, "body": body}
+            holder = self._sync(lambda c: c.execute(self._sql["put"], query).fetchone(), False)
+            if holder is not None:
+                raise ThreadBusy(thread_id, holder[0])
+
+        await anyio.to_thread.run_sync(insert)
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget ``thread_id``."""
+
+        def forget(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(self._sql["delete_checkpoints"], (thread_id,))
+            conn.execute(self._sql["delete_thread"], (thread_id,))
+
+        await self._run(forget)
+
+    async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
+        """Every checkpoint of ``thread_id``, oldest first."""
+
+        def every() -> builtins.list[Checkpoint]:
+            statement = self._sql["all"]
+            rows = self._sync(lambda c: c.execute(statement, (thread_id,)).fetchall(), False)
+            return [load_checkpoint(body) for (body,) in rows]
+
+        return await anyio.to_thread.run_sync(every)
+
+    # --- threads, ownership, cancel --------------------------------------------------
+
+    async def threads(
+        self,
+        *,
+        status: ThreadStatus | None = "unfinished",
+        after: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[ThreadInfo]:
+        """A page of threads with ``status`` (see ``LeasingSaver.threads``)."""
+        _page((), status, after, limit)  # checks limit
+        query = {"status": status, "after": after, "limit": limit}
+        rows = await self._run(lambda c: c.execute(self._sql["threads"], query).fetchall(), False)
+        return [ThreadInfo(*row) for row in rows]
+
+    def claim(
+        self,
+        thread_id: str,
+        *,
+        owner: str,
+        wait: float = 0.0,
+        on_cancel: Callable[[], None] = lambda: None,
+    ) -> AbstractAsyncContextManager[None]:
+        """Lease ``thread_id`` for the block, across replicas (see ``LeasingSaver.claim``)."""
+        return hold_lease(
+            _RowLeases(self),
+            thread_id,
+            owner,
+            wait=wait,
+            heartbeat=self.heartbeat,
+            on_cancel=on_cancel,
+            lost_after=self.lease_ttl,
+        )
+
+    async def request_cancel(self, thread_id: str) -> bool:
+        """Ask the run leasing ``thread_id`` (on any replica) to stop; whether a live
+        lease was found. The run sees it within ``heartbeat`` seconds."""
+
+        def ask(conn: psycopg.Connection[Any]) -> bool:
+            return conn.execute(self._sql["cancel"], (thread_id,)).rowcount > 0
+
+        return await self._run(ask, False)
+
+
+@attrs.frozen
+class _RowLeases:
+    """The lease rows of a ``PostgresSaver`` as a ``LeaseBackend`` (worker-thread calls)."""
+
+    saver: PostgresSaver
+
+    def try_acquire(self, thread_id: str, owner: str) -> str | None:
+        saver = self.saver
+        query = {
+            "thread": thread_id,
+            "owner": owner,
+            "holder": f"run {owner} ({saver._holder})",
+            "ttl": saver.lease_ttl,
+        }
+
+        def acquire(conn: psycopg.Connection[Any]) -> str | None:
+            if conn.execute(saver._sql["acquire"], query).fetchone() is not None:
+                return None
+            row = conn.execute(saver._sql["holder"], (thread_id,)).fetchone()
+            return "another run" if row is None else str(row[0])
+
+        return saver._sync(acquire)
+
+    def renew(self, thread_id: str, owner: str) -> Renewal:
+        saver = self.saver
+        params = (saver.lease_ttl, thread_id, owner)
+        row = saver._sync(lambda c: c.execute(saver._sql["renew"], params).fetchone(), False)
+        if row is None:
+            return "lost"
+        return "cancel" if row[0] else "held"
+
+    def release(self, thread_id: str, owner: str) -> None:
+        saver = self.saver
+        saver._sync(lambda c: c.execute(saver._sql["release"], (thread_id, owner)), False)

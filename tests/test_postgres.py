@@ -1,0 +1,539 @@
+"""``PostgresSaver`` over the real server (``REACTCORE_PG_DSN``): the Saver protocol, the
+layout and its version, the same documents as ``SqliteSaver``, leases that lapse after
+their TTL, a zombie run's writes refused, and the acceptance runs across processes
+(replicas killed mid-batch, two replicas racing for one thread, 100 runs on one pool)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psycopg
+import pytest
+
+from reactcore import (
+    AssistantMessage,
+    Checkpoint,
+    OverAllState,
+    ReactAgent,
+    RunCancelled,
+    RunnableConfig,
+    SqliteSaver,
+    ThreadBusy,
+    ToolCallStarted,
+    ToolResponseMessage,
+    UserMessage,
+    dump_checkpoint,
+    load_checkpoint,
+    tool,
+)
+from reactcore.postgres import POSTGRES_SCHEMA, PostgresSaver
+from reactcore.testing import ScriptedChatModel
+from tests import pg
+from tests.helpers import asks
+
+pytestmark = pytest.mark.anyio
+
+FIXTURES = Path(__file__).parent / "fixtures"
+WORKER = Path(__file__).parent / "scripts" / "replica_worker.py"
+REPO = Path(__file__).parents[1]
+
+
+@pytest.fixture
+def schema() -> Iterator[str]:
+    """A schema of this test's own on the real server, dropped afterwards."""
+    with pg.fresh_schema() as name:
+        yield name
+
+
+@pytest.fixture
+async def saver(schema: str) -> AsyncIterator[PostgresSaver]:
+    async with PostgresSaver(
+        pg.DSN, schema=schema, lease_ttl=1.0, heartbeat=0.05, max_connections=4
+    ) as opened:
+        yield opened
+
+
+def checkpoint(step: int, thread_id: str = "t", run_id: str = "run-t") -> Checkpoint:
+    state = OverAllState({"messages": [UserMessage(f"step {step}")], "n": step})
+    return Checkpoint(thread_id, state, "model", step, run_id, created_at=float(step))
+
+
+async def test_put_get_list_delete(saver: PostgresSaver) -> None:
+    """The Saver protocol: latest, all in put order, threads kept apart, delete."""
+    assert await saver.get("t") is None
+    for step in range(3):
+        await saver.put("t", checkpoint(step))
+    await saver.put("u", checkpoint(0, "u"))
+    assert await saver.get("t") == checkpoint(2)
+    assert [c.step for c in await saver.list("t")] == [0, 1, 2]
+    await saver.delete("t")
+    assert await saver.get("t") is None
+    assert await saver.list("t") == []
+    assert [c.thread_id for c in await saver.list("u")] == ["u"]
+    assert [i.thread_id for i in await saver.threads()] == ["u"]
+    with pytest.raises(ValueError, match="under thread 'u'"):
+        await saver.put("u", checkpoint(1, "t"))
+
+
+async def test_a_refused_value_stores_nothing(saver: PostgresSaver) -> None:
+    """A put whose state cannot be checkpointed raises ``TypeError`` and writes no row."""
+    bad = Checkpoint("t", OverAllState({"when": object()}), "model", 0, "r")
+    with pytest.raises(TypeError, match="state key 'when'"):
+        await saver.put("t", bad)
+    assert await saver.list("t") == []
+    assert await saver.threads(status=None) == []
+
+
+async def test_layout_version_and_a_newer_one_refused(saver: PostgresSaver, schema: str) -> None:
+    """The layout version is recorded in ``<schema>.meta``; a saver finding a newer one
+    refuses to touch the schema."""
+    await saver.put("t", checkpoint(0))
+    with psycopg.connect(pg.DSN, autocommit=True) as conn:
+        assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchall() == [
+            (POSTGRES_SCHEMA,)
+        ]
+        conn.execute(f'UPDATE "{schema}".meta SET version = 99')
+    with pytest.raises(ValueError, match="layout version 99, newer"):
+        async with PostgresSaver(pg.DSN, schema=schema):
+            pass  # pragma: no cover
+
+
+async def test_options_are_checked() -> None:
+    """Misuse is a ``ValueError`` at construction: no dsn and no pool, a schema that is
+    not an identifier, a heartbeat not shorter than the TTL."""
+    with pytest.raises(ValueError, match="a dsn or a pool"):
+        PostgresSaver()
+    with pytest.raises(ValueError, match="plain SQL identifier"):
+        PostgresSaver(pg.DSN, schema='x"; DROP TABLE y; --')
+    with pytest.raises(ValueError, match="heartbeat"):
+        PostgresSaver(pg.DSN, lease_ttl=1.0, heartbeat=1.0)
+
+
+async def test_checkpoints_move_between_sqlite_and_postgres(
+    saver: PostgresSaver, tmp_path: Path
+) -> None:
+    """The same documents: a checkpoint written by ``SqliteSaver`` loads in
+    ``PostgresSaver`` and back, and the stored JSON text is identical in both; the v1
+    fixture file loads and round-trips too."""
+    fixture = load_checkpoint((FIXTURES / "checkpoint_v1.json").read_text())
+    db = tmp_path / "cp.db"
+    async with SqliteSaver(db) as sqlite_saver:
+        await sqlite_saver.put(fixture.thread_id, fixture)
+        from_sqlite = await sqlite_saver.get(fixture.thread_id)
+        assert from_sqlite is not None
+        await saver.put(fixture.thread_id, from_sqlite)
+        from_postgres = await saver.get(fixture.thread_id)
+        assert from_postgres == fixture
+        back = attrs_evolve_thread(from_postgres, "back")
+        await sqlite_saver.put("back", back)
+        assert await sqlite_saver.get("back") == back
+    with sqlite3.connect(db) as conn:
+        sqlite_body = conn.execute("SELECT body FROM checkpoints ORDER BY id LIMIT 1").fetchone()
+    with psycopg.connect(pg.DSN) as pconn:
+        pg_body = pconn.execute(
+            f'SELECT body FROM "{saver.schema}".checkpoints ORDER BY id LIMIT 1'
+        ).fetchone()
+    assert sqlite_body is not None and pg_body is not None
+    assert sqlite_body[0] == pg_body[0] == dump_checkpoint(fixture)
+
+
+def attrs_evolve_thread(stored: Checkpoint, thread_id: str) -> Checkpoint:
+    import attrs
+
+    return attrs.evolve(stored, thread_id=thread_id)
+
+
+def leave_lease(schema: str, thread_id: str, owner: str, ttl: float) -> None:
+    """A lease row as a process that then died would leave it (nobody renews it)."""
+    with psycopg.connect(pg.DSN, autocommit=True) as conn:
+        conn.execute(
+            f'INSERT INTO "{schema}".leases (thread_id, owner, holder, expires_at) VALUES '
+            "(%s, %s, %s, clock_timestamp() + %s * interval '1 second')",
+            (thread_id, owner, f"run {owner} (gone pid 1)", ttl),
+        )
+
+
+async def test_a_lease_whose_holder_died_lapses_after_its_ttl(saver: PostgresSaver) -> None:
+    """A lease nobody renews (its holder died) keeps the thread busy, naming the holder,
+    until its TTL passes; then the thread can be claimed, and a cancel request reaches
+    the new owner's lease."""
+    await saver.put("t", checkpoint(0))
+    leave_lease(saver.schema, "t", "dead-run", 1.0)
+    started = anyio.current_time()
+    with pytest.raises(ThreadBusy) as busy:
+        async with saver.claim("t", owner="me"):
+            pytest.fail("claimed a live lease")  # pragma: no cover
+    assert busy.value.holder == "run dead-run (gone pid 1)"
+    assert str(busy.value).startswith("thread 't' is busy: run dead-run (gone pid 1) owns it")
+    async with saver.claim("t", owner="me", wait=10):
+        waited = anyio.current_time() - started
+        assert await saver.request_cancel("t") is True
+    assert 0.3 < waited < 5
+    assert await saver.request_cancel("t") is False  # released: nobody to cancel
+
+
+async def test_a_run_whose_lease_was_taken_cannot_write(saver: PostgresSaver) -> None:
+    """``put`` of a run that no longer owns its thread (another live run leases it) fails
+    with ``ThreadBusy`` and writes nothing: a zombie never overwrites its successor."""
+    leave_lease(saver.schema, "t", "successor", 30.0)
+    with pytest.raises(ThreadBusy, match="run successor"):
+        await saver.put("t", checkpoint(0, run_id="zombie"))
+    assert await saver.list("t") == []
+    await saver.put("t", checkpoint(0, run_id="successor"))  # the owner writes
+    assert [c.run_id for c in await saver.list("t")] == ["successor"]
+
+
+# --- acceptance: replicas in processes ------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A saver spec for the replica script: an SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield f"sqlite:{tmp_path / 'shared.db'}"
+    else:
+        with pg.fresh_schema() as name:
+            yield f"postgres:{name}"
+
+
+@asynccontextmanager
+async def open_shared(spec: str) -> AsyncIterator[Any]:
+    kind, _, where = spec.partition(":")
+    if kind == "sqlite":
+        async with SqliteSaver(where) as sqlite_saver:
+            yield sqlite_saver
+    else:
+        async with PostgresSaver(pg.DSN, schema=where) as pg_saver:
+            yield pg_saver
+
+
+async def seed(spec: str, threads: list[str], pending: bool = False) -> None:
+    """Unfinished threads, as a replica that died before running them would leave them:
+    a question each (``pending``: and the model's batch of calls, not yet run)."""
+    async with open_shared(spec) as target:
+        for thread in threads:
+            messages: list[Any] = [UserMessage(f"go {thread}")]
+            if pending:
+                messages.append(
+                    asks(
+                        *[(f"{thread}-c{n}", "work", {"thread": thread, "n": n}) for n in range(4)]
+                    )
+                )
+            state = OverAllState({"messages": messages})
+            next_step = "tools" if pending else "model"
+            await target.put(thread, Checkpoint(thread, state, next_step, 0, "seed"))
+
+
+def start_worker(
+    backend: str, spec: str, marks: Path, *args: str, tool_seconds: float = 0.02, slow: str = ""
+) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "REPLICA_TOOL_SECONDS": str(tool_seconds),
+        "REPLICA_SLOW_CALLS": slow,
+    }
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), backend, spec, str(marks), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def read_marks(path: Path) -> list[tuple[str, str, str, int]]:
+    if not path.exists():
+        return []
+    rows = [line.split() for line in path.read_text().splitlines()]
+    return [(what, thread, detail, int(pid)) for what, thread, detail, pid in rows]
+
+
+def stop(processes: list[subprocess.Popen[str]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def wait_ready(process: subprocess.Popen[str]) -> None:
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line == "ready\n", process.stderr.read() if process.stderr else line
+
+
+RUNS = 200
+
+
+def test_replicas_resume_the_runs_of_a_killed_replica(shared: str, tmp_path: Path) -> None:
+    """Three replica processes (asyncio, trio, asyncio) share one database and resume
+    200 unfinished runs, each a parallel batch of 4 tool calls. One replica is killed
+    with SIGKILL mid-batch; the survivors resume its runs once its leases lapse (at once
+    for SQLite's file locks, after the 1.5 s TTL on PostgreSQL). Every run finishes
+    exactly once; a tool call whose response the killed replica had checkpointed never
+    runs again; only its calls in flight at the kill run twice (at-least-once)."""
+    threads = [f"r{i:03d}" for i in range(RUNS)]
+    anyio.run(seed, shared, threads)
+    marks = tmp_path / "marks.txt"
+    workers = [
+        start_worker(b, shared, marks, "serve", "10") for b in ("asyncio", "trio", "asyncio")
+    ]
+    try:
+        for worker in workers:
+            wait_ready(worker)
+        victim = workers[1]
+        deadline = time.monotonic() + 60
+        while sum(1 for m in read_marks(marks) if m[0] == "start" and m[3] == victim.pid) < 40:
+            assert victim.poll() is None, victim.communicate()
+            assert time.monotonic() < deadline, "the victim never got going"
+            time.sleep(0.005)
+        victim.send_signal(signal.SIGKILL)
+        assert victim.wait(10) == -signal.SIGKILL
+        for survivor in (workers[0], workers[2]):
+            out, err = survivor.communicate(timeout=120)
+            assert survivor.returncode == 0, err
+            assert out.splitlines()[-1] == "served"
+    finally:
+        stop(workers)
+    rows = read_marks(marks)
+    victim_runs = {detail for what, _, detail, pid in rows if what == "run" and pid == victim.pid}
+    history = anyio.run(histories, shared, threads)
+    # Every run finished exactly once, with its answer: one final checkpoint per thread.
+    # (The victim may have finished a run and died before writing its "finished" mark.)
+    ends = Counter(c.thread_id for cps in history.values() for c in cps if c.next == "end")
+    assert ends == Counter(threads)
+    assert all(cps[-1].next == "end" for cps in history.values())
+    assert all(cps[-1].state["messages"][-1].text == f"done {t}" for t, cps in history.items())
+    finished = Counter(thread for what, thread, *_ in rows if what == "finished")
+    assert max(finished.values()) == 1
+    # Executions of each call; the ones the victim had checkpointed; those it started.
+    runs_of = Counter(detail for what, _, detail, _ in rows if what == "start")
+    victim_started = {d for what, _, d, pid in rows if what == "start" and pid == victim.pid}
+    checkpointed_by_victim = {
+        r.id
+        for cps in history.values()
+        for c in cps
+        if c.run_id in victim_runs
+        for m in c.state["messages"]
+        if isinstance(m, ToolResponseMessage)
+        for r in m.responses
+    }
+    calls = {f"{t}-c{n}" for t in threads for n in range(4)}
+    assert set(runs_of) == calls
+    twice = {call for call, count in runs_of.items() if count > 1}
+    assert all(runs_of[call] == 2 for call in twice)
+    in_flight = victim_started - checkpointed_by_victim
+    assert twice <= in_flight  # only what was in flight at the kill ran again
+    assert in_flight <= twice  # and it did run again (its result had not been saved)
+    resumed = {t for t, cps in history.items() if cps[-1].run_id not in victim_runs} & {
+        thread for what, thread, detail, pid in rows if what == "run" and detail in victim_runs
+    }
+    assert resumed, "the kill hit no run of the victim"
+
+
+async def histories(spec: str, threads: list[str]) -> dict[str, list[Checkpoint]]:
+    async with open_shared(spec) as source:
+        return {thread: await source.list(thread) for thread in threads}
+
+
+def test_two_replicas_racing_for_one_thread(shared: str, tmp_path: Path) -> None:
+    """Two processes (asyncio and trio) resume the same unfinished thread at the same
+    moment: exactly one runs it, the other gets ``ThreadBusy`` naming the thread; its
+    pending calls ran once each."""
+    anyio.run(seed, shared, ["race"], True)
+    marks, go = tmp_path / "marks.txt", tmp_path / "go"
+    racers = [
+        start_worker(b, shared, marks, "race", str(go), "race", tool_seconds=0.5)
+        for b in ("asyncio", "trio")
+    ]
+    try:
+        for racer in racers:
+            wait_ready(racer)
+        go.touch()
+        outcomes = []
+        for racer in racers:
+            out, err = racer.communicate(timeout=60)
+            assert racer.returncode == 0, err
+            outcomes.append(out.strip())
+    finally:
+        stop(racers)
+    assert sorted(o.split(" ", 1)[0] for o in outcomes) == ["busy", "ran"]
+    busy = next(o for o in outcomes if o.startswith("busy"))
+    assert busy.startswith("busy thread 'race' is busy: run ")
+    starts = Counter(d for what, _, d, _ in read_marks(marks) if what == "start")
+    assert starts == Counter(f"race-c{n}" for n in range(4))
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_cancel_thread_from_another_process(shared: str, tmp_path: Path, backend: str) -> None:
+    """``agent.cancel_thread`` in this process stops the run another process owns,
+    within a bounded delay: that run ends as cancelled, keeping its two finished calls
+    (in its ``RunCancelled`` and in the checkpoint); the two slow ones are not kept."""
+    anyio.run(seed, shared, ["race"], True)
+    marks, go = tmp_path / "marks.txt", tmp_path / "go"
+    owner = start_worker(backend, shared, marks, "race", str(go), "race", slow="2,3")
+    try:
+        wait_ready(owner)
+        go.touch()
+        deadline = time.monotonic() + 30
+        wanted = {("end", "race-c0"), ("end", "race-c1")}
+        wanted |= {("start", "race-c2"), ("start", "race-c3")}
+        while not wanted <= {(what, d) for what, _, d, _ in read_marks(marks)}:
+            assert owner.poll() is None, owner.communicate()
+            assert time.monotonic() < deadline, "the owner never ran its batch"
+            time.sleep(0.01)
+        asked = time.monotonic()
+        assert anyio.run(cancel_thread, shared, "race", backend=backend) is True
+        out, err = owner.communicate(timeout=30)
+        assert time.monotonic() - asked < 10
+    finally:
+        stop([owner])
+    assert owner.returncode == 0, err
+    assert out.strip() == "cancelled race-c0,race-c1"
+    latest = anyio.run(histories, shared, ["race"])["race"][-1]
+    last = latest.state["messages"][-1]
+    assert isinstance(last, ToolResponseMessage)
+    assert [r.id for r in last.responses] == ["race-c0", "race-c1"]
+    assert latest.next == "tools"  # resumable: only the two slow calls are missing
+
+
+async def cancel_thread(spec: str, thread: str) -> bool:
+    async with open_shared(spec) as target:
+        return await ReactAgent("admin", ScriptedChatModel([]), saver=target).cancel_thread(thread)
+
+
+# --- acceptance: many runs on one pool ------------------------------------------------
+
+
+@pytest.fixture
+async def small_pool(schema: str) -> AsyncIterator[PostgresSaver]:
+    async with PostgresSaver(
+        pg.DSN, schema=schema, lease_ttl=5.0, heartbeat=0.5, max_connections=4
+    ) as opened:
+        yield opened
+
+
+async def test_100_concurrent_runs_share_a_small_pool(small_pool: PostgresSaver) -> None:
+    """100 runs at once on a pool of 4 connections: all finish (no run holds a connection
+    between operations, so none waits forever); then 100 runs cancelled mid-call return
+    every connection and leave no lease behind."""
+    saver = small_pool
+    release = anyio.Event()
+
+    @tool
+    async def hold(n: int) -> str:
+        """Wait for the test (the second round) or answer at once (the first)."""
+        if n < 0:
+            await release.wait()
+        return f"held {n}"
+
+    def reply(request: Any) -> Any:
+        first = request.messages[0].text
+        if isinstance(request.messages[-1], UserMessage):
+            n = int(first.split()[1])
+            return asks((f"c{n}", "hold", {"n": n}), (f"d{n}", "hold", {"n": n}))
+        return AssistantMessage(f"answer {first}")
+
+    agent = ReactAgent(
+        "many",
+        ScriptedChatModel([reply] * 1000),
+        tools=[hold],
+        parallel_tool_execution=True,
+        max_parallel_tools=200,  # the node's limit is shared by the agent's runs
+        saver=saver,
+    )
+    texts: list[str] = []
+
+    async def one(n: int) -> None:
+        texts.append((await agent.invoke(f"go {n}", RunnableConfig(thread_id=f"t{n}"))).text)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for n in range(100):
+                tg.start_soon(one, n)
+    assert sorted(texts) == sorted(f"answer go {n}" for n in range(100))
+
+    started = 0
+    all_started = anyio.Event()
+
+    async def cancelled(n: int) -> None:
+        nonlocal started
+        config = RunnableConfig(thread_id=f"c{n}")
+        async with agent.start(f"go {-n - 1}", config) as run, run.events() as events:
+            async for event in events:
+                if isinstance(event, ToolCallStarted):
+                    started += 1
+                    if started == 100:
+                        all_started.set()
+                    break
+            if run.done:
+                await run.result()  # it failed: say why
+            await all_started.wait()
+            run.cancel()
+            with pytest.raises(RunCancelled):
+                await run.result()
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for n in range(100):
+                tg.start_soon(cancelled, n)
+    assert saver.pool is not None
+    stats = saver.pool.get_stats()
+    assert stats.get("requests_waiting", 0) == 0
+    assert stats["pool_available"] == stats["pool_size"]
+    with psycopg.connect(pg.DSN) as conn:
+        assert conn.execute(f'SELECT count(*) FROM "{saver.schema}".leases').fetchone() == (0,)
+    assert len(await saver.threads(limit=1000)) == 100  # the cancelled ones, resumable
+
+
+async def test_a_run_whose_lease_is_taken_away_is_cancelled(saver: PostgresSaver) -> None:
+    """When another run takes a run's lease (its renewals came too late), the run is
+    cancelled at its next renewal: it must not go on beside the new owner."""
+    entered = anyio.Event()
+
+    async def stuck(request: Any) -> AssistantMessage:
+        entered.set()
+        await anyio.sleep(60)
+        raise AssertionError("not cancelled")  # pragma: no cover
+
+    agent = ReactAgent("a", ScriptedChatModel([stuck]), saver=saver)
+    with anyio.fail_after(10):
+        async with agent.start("hi", RunnableConfig(thread_id="t")) as run:
+            await entered.wait()
+            with psycopg.connect(pg.DSN, autocommit=True) as conn:
+                conn.execute(f'UPDATE "{saver.schema}".leases SET owner = %s', ("thief",))
+            with pytest.raises(RunCancelled):
+                await run.result()
+
+
+async def test_a_pool_of_your_own(schema: str) -> None:
+    """``PostgresSaver(pool=...)`` works on a pool the caller made (not in autocommit
+    mode) and leaves it open when the saver closes: the pool is the caller's."""
+    from psycopg_pool import ConnectionPool
+
+    pool = ConnectionPool(pg.DSN, min_size=1, max_size=2, open=False)
+    await anyio.to_thread.run_sync(pool.open)
+    try:
+        async with PostgresSaver(pool=pool, schema=schema) as saver:
+            await saver.put("t", checkpoint(0))
+            await saver.put("t", checkpoint(1))
+            assert [c.step for c in await saver.list("t")] == [0, 1]
+        assert not pool.closed
+        async with PostgresSaver(pool=pool, schema=schema) as again:
+            assert await again.get("t") == checkpoint(1)
+    finally:
+        await anyio.to_thread.run_sync(pool.close)
