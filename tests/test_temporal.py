@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
+import attrs
 import pytest
 
 pytest.importorskip("temporalio", reason="the 'temporal' extra (temporalio) is not installed")
@@ -29,9 +30,12 @@ from temporalio.exceptions import ApplicationError
 from reactcore import (
     Approve,
     AssistantMessage,
+    ChatOptions,
     Edit,
     KeyStrategy,
+    ModelHandler,
     ModelHTTPError,
+    ModelRequest,
     ReactAgent,
     Reject,
     Resume,
@@ -574,3 +578,29 @@ class _AppendNotes:
 
     name = "append_notes"
     key_strategies: ClassVar[dict[str, KeyStrategy]] = {"notes": KeyStrategy.APPEND}
+
+
+class _Careful:
+    """A model interceptor (it runs in the workflow) that sets the request's options."""
+
+    async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
+        return await handler(attrs.evolve(request, options=ChatOptions(temperature=0.1)))
+
+
+@pytest.mark.anyio
+async def test_model_interceptors_run_in_the_workflow_and_their_request_is_sent(
+    server: DevServer,
+) -> None:
+    """The request a model interceptor rewrote in the workflow is the one the model gets
+    in the activity: its options (temperature 0.1), the system prompt and the messages."""
+    model = ScriptedChatModel(["fine"])
+    agent = ReactAgent("careful", model, system_prompt="Be brief.", interceptors=[_Careful()])
+    async with in_process_worker(server, agent) as durable:
+        with anyio.fail_after(WAIT):
+            result = await durable.invoke(await connect(server), "hi", thread_id=thread())
+    assert result.text == "fine"
+    [request] = model.requests
+    assert request.options == ChatOptions(temperature=0.1)
+    assert request.system_message is not None
+    assert request.system_message.text == "Be brief."
+    assert [m.text for m in request.messages] == ["hi"]  # type: ignore[union-attr]

@@ -97,6 +97,7 @@ class Activities:
             given.system,
             tools=given.tools,
             tool_specs=given.tool_specs,
+            options=codec.load_options(given.options),
             context={MODEL_ITERATION: given.iteration, STREAM: given.stream},
         )
         try:

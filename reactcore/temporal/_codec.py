@@ -24,11 +24,12 @@ from .._events import (
     ToolCallTimedOut,
 )
 from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
-from .._models.base import ToolSpec, Usage
+from .._models.base import ChatOptions, ToolSpec, Usage
 from .._serde import converter as converter
 from .._state import OverAllState
 
 _T = TypeVar("_T")
+_NO_OPTIONS = attrs.asdict(ChatOptions())
 
 
 def dumps(value: Any) -> str:
@@ -83,6 +84,17 @@ class ModelInput:
     iteration: int
     stream: bool
     thread_id: str
+    options: dict[str, Any] = attrs.field(factory=dict)  # ChatOptions' fields, JSON-native
+
+
+def dump_options(options: ChatOptions) -> dict[str, Any]:
+    """``options`` as JSON-native data (its ``tool_choice`` union has no cattrs hook)."""
+    return {k: v for k, v in attrs.asdict(options).items() if v != _NO_OPTIONS[k]}
+
+
+def load_options(data: Mapping[str, Any]) -> ChatOptions:
+    """The ``ChatOptions`` ``dump_options`` wrote."""
+    return ChatOptions(**data)
 
 
 @attrs.frozen

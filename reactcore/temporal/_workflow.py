@@ -166,6 +166,7 @@ class _ModelActivities:
             request.context.get(MODEL_ITERATION, 0),
             bool(request.context.get(STREAM, True)),
             self.owner.thread_id,
+            codec.dump_options(request.options),
         )
         try:
             text = await workflow.execute_activity(
