@@ -4,14 +4,17 @@ The loop, the hooks, the interceptors and the state merging run here, unchanged,
 Temporal's deterministic event loop (through anyio's asyncio backend). What is not
 deterministic runs as activities: the innermost model interceptor and the innermost tool
 interceptor (added to the agent here, not by the user) hand each model call and each tool
-call to an activity instead of running it. Per-call deadlines and the tools' own limiters
-are not applied in the workflow (a cancel scope around an activity await deadlocks
-Temporal's loop): each call's timeout is its activity's, its limiter is taken in the
-activity worker. ``max_parallel_tools`` is the workflow's: at most that many of a batch's
-activities are in flight.
+call to an activity instead of running it. Per-call deadlines, the tools' limiters, the
+agent's ``tool_limiter`` and thread slots are not applied in the workflow (a cancel scope
+around an activity await deadlocks Temporal's loop, and a limiter shared by workflows would
+stay held by one evicted from the cache): each call's timeout is its activity's, and the
+limiters are taken in the activity worker. ``max_parallel_tools`` is the workflow's: at
+most that many of a batch's activities are in flight.
 
 Cancelling one call and cancelling the run are workflow updates that cancel activities
-through Temporal (``ActivityHandle.cancel``), never through an anyio scope.
+through Temporal (``ActivityHandle.cancel``), never through an anyio scope; Temporal's own
+workflow cancellation is turned into the same. A paused run waits for its ``resume``
+update; the events are kept for the ``events`` query.
 """
 
 from __future__ import annotations
@@ -268,8 +271,8 @@ def workflow_agent(owner: ReactAgentWorkflow) -> ReactAgent:
     """The user's agent as the workflow runs it: the same definition, plus the activity
     interceptors (innermost) and the cancellation hook, and no saver.
 
-    Built per run: the node's ``max_parallel_tools`` limiter belongs to this run alone (a
-    limiter shared by workflows would stay held by a workflow evicted from the cache).
+    Built per run: the activity interceptors and the hook belong to this run, and so does
+    everything the nodes hold.
     """
     agent = owner.settings.agent
     retry = model_retry(agent)
@@ -327,6 +330,7 @@ class ReactAgentWorkflow:
                 self._cancel_run()
 
     async def _drive(self, argument: str) -> str:
+        """The run itself: the loop from the input, then again after each approval."""
         given = codec.loads(argument, codec.RunInput)
         self.settings = registered(given.agent)
         self.thread_id = given.thread_id
