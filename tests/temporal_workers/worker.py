@@ -18,8 +18,18 @@ from reactcore.temporal import worker
 from temporal_workers.agents import temporal_agents
 
 
+async def connect(address: str) -> Client:
+    """A client, retried for 30 s (a server just restarted may not be healthy yet)."""
+    for _ in range(300):
+        try:
+            return await Client.connect(address)
+        except RuntimeError:
+            await asyncio.sleep(0.1)
+    raise SystemExit(f"no Temporal server at {address}")
+
+
 async def main(address: str, task_queue: str) -> None:
-    client = await Client.connect(address)
+    client = await connect(address)
     agents = list(temporal_agents(task_queue).values())
     async with worker(client, agents, sticky_queue_schedule_to_start_timeout=timedelta(seconds=1)):
         print("ready", flush=True)
