@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -270,6 +271,10 @@ class AgentToolNode:
         factory=DefaultToolExceptionProcessor, kw_only=True
     )
     enable_acting_log: bool = attrs.field(default=False, kw_only=True)
+    # False when the calls run elsewhere and are limited there (reactcore.temporal: each
+    # call is an activity with its own timeout): no per-call deadline, no tool limiters,
+    # no tool_limiter, no thread slots — only the batch's max_parallel_tools.
+    local_limits: bool = attrs.field(default=True, kw_only=True)
 
     _index: Mapping[str, Tool] = attrs.field(init=False)
     _limiters: tuple[anyio.CapacityLimiter, ...] = attrs.field(init=False)
@@ -391,15 +396,19 @@ class AgentToolNode:
                 continue
             request = ToolCallRequest(call, batch.state, config, found)
             timeout = found.timeout or self.tool_execution_timeout
+            limiter = found.limiter
             # A call that will run in a thread takes its thread slot while it queues.
             threaded = not found.is_async and (parallel or self.wrap_sync_tools_as_async)
             threads = self._threads if threaded else None
-            jobs.append(Job(invoke, timeout, found.limiter, request, observer, threads))
+            if not self.local_limits:
+                timeout, limiter, threads = math.inf, None, None
+            jobs.append(Job(invoke, timeout, limiter, request, observer, threads))
+        shared = self._limiters if self.local_limits else ()
         try:
             if parallel:
-                await run_parallel(jobs, self.max_parallel_tools, self._limiters)
+                await run_parallel(jobs, self.max_parallel_tools, shared)
             else:
-                await run_sequential(jobs, self._limiters)
+                await run_sequential(jobs, shared)
         finally:
             if batch.traces:
                 batch.abandon_traces()

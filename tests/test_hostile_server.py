@@ -136,7 +136,6 @@ async def test_two_calls_interleaved_by_index_are_joined_apart(server_for: Serve
 
 
 @pytest.mark.anyio
-@pytest.mark.filterwarnings("error::ResourceWarning")
 async def test_a_server_keeping_the_stream_open_after_done_costs_nothing(
     server_for: ServerFor,
 ) -> None:

