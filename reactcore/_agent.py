@@ -98,6 +98,11 @@ class ReactAgent:
     hooks: Sequence[Hook] = attrs.field(default=(), kw_only=True)
     interceptors: Sequence[Any] = attrs.field(default=(), kw_only=True)
     parallel_tool_execution: bool = attrs.field(default=False, kw_only=True)
+    # Told to the model as ChatOptions.parallel_tool_calls (when it has tools); None: not sent.
+    parallel_tool_calls: bool | None = attrs.field(
+        default=attrs.Factory(lambda self: self.parallel_tool_execution, takes_self=True),
+        kw_only=True,
+    )
     max_parallel_tools: int = attrs.field(default=5, kw_only=True)
     max_tool_threads: int = attrs.field(default=40, kw_only=True)
     tool_limiter: anyio.CapacityLimiter | None = attrs.field(default=None, kw_only=True)
@@ -173,6 +178,7 @@ class ReactAgent:
                 else None
             ),
             output_key=self.output_key,
+            parallel_tool_calls=self.parallel_tool_calls,
             tools=tools,
             model_interceptors=model_chain,
             enable_reasoning_log=self.enable_logging,

@@ -199,6 +199,7 @@ class AgentLlmNode:
     output_type: type | None = attrs.field(default=None, kw_only=True)
     output_key: str | None = attrs.field(default=None, kw_only=True)
     response_format: Mapping[str, Any] | None = attrs.field(default=None, kw_only=True)
+    parallel_tool_calls: bool | None = attrs.field(default=None, kw_only=True)
     tools: Sequence[Tool] = attrs.field(default=(), kw_only=True)
     model_interceptors: Sequence[ModelInterceptor] = attrs.field(default=(), kw_only=True)
     enable_reasoning_log: bool = attrs.field(default=False, kw_only=True)
@@ -280,7 +281,10 @@ class AgentLlmNode:
             system,
             tools=[s.name for s in self._specs],
             tool_specs=self._specs,
-            options=ChatOptions(response_format=self.response_format),
+            options=ChatOptions(
+                response_format=self.response_format,
+                parallel_tool_calls=self.parallel_tool_calls,
+            ),
             context=config.context,
         )
 

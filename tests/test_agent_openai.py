@@ -133,6 +133,28 @@ async def test_parallel_tool_calls_over_http(servers: Any) -> None:
     assert result.text == "done"
 
 
+@pytest.mark.parametrize(
+    ("options", "sent"),
+    [
+        ({}, False),
+        ({"parallel_tool_execution": True}, True),
+        ({"parallel_tool_execution": True, "parallel_tool_calls": False}, False),
+        ({"parallel_tool_calls": None}, None),
+    ],
+    ids=["sequential", "parallel", "overridden", "not-sent"],
+)
+async def test_parallel_tool_calls_follows_parallel_tool_execution(
+    servers: Any, options: dict[str, Any], sent: bool | None
+) -> None:
+    """The model is told ``parallel_tool_calls`` from ``parallel_tool_execution`` unless
+    the agent is given ``parallel_tool_calls`` (``None``: the field is not sent)."""
+    server = servers([SSEReply.of("done")])
+    async with model_on(server) as model:
+        await ReactAgent("a", model, tools=[weather], **options).invoke("go")
+    assert server.requests[0].get("parallel_tool_calls", None) is sent
+    assert ("parallel_tool_calls" in server.requests[0]) is (sent is not None)
+
+
 async def test_return_direct_over_http(servers: Any) -> None:
     """A return_direct tool ends the run: one model request, the tool's text as answer."""
     server = servers([SSEReply.of(asks(("c", "lookup", {"key": "k"})))])
