@@ -17,7 +17,9 @@ The recipe, for any ASGI app:
   them back with ``reactcore.event_from_json``.
 - However the response ends (the client left, the server stopped), the run's event
   stream is closed, so the run never waits for a reader that is gone.
-- ``run.cancel_tool(call_id, reason)`` cancels one call (the model is told why);
+- ``run.cancel_tool(call_id, reason)`` cancels one call (the model is told why); it
+  answers ``{"cancelled": false}`` when the call had already finished (its answer kept),
+  is still queued, or is unknown;
   ``run.cancel()`` cancels the run (its stream ends with ``run_failed``).
 
 Only anyio is used, so the same app runs on trio too (see ``trio_service.py``). Needs the
