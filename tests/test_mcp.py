@@ -27,6 +27,7 @@ from reactcore import (
     MCPError,
     ReactAgent,
     ReactcoreError,
+    RunCancelled,
     ToolResponse,
     ToolResponseMessage,
     tool,
@@ -427,6 +428,44 @@ async def test_cannot_reconnect_raises_mcp_error(tmp_path: Path) -> None:
     assert answer.response_data == (
         "Error: MCPError: cannot connect to MCP server 'test-tools': Connection closed (tool 'pid')"
     )
+
+
+# --- errors out of the block ----------------------------------------------------------------
+
+
+async def test_errors_leave_the_block_as_themselves(
+    make_toolset: ToolsetFactory, server_log: Path
+) -> None:
+    """An error raised inside ``async with toolset`` leaves it as itself, never inside an
+    ``ExceptionGroup``: ``except MCPError`` and ``except RunCancelled`` around the block
+    match (a run cancelled then awaited in it raises ``RunCancelled``), and any other error
+    is the very object raised."""
+    mark = tag()
+    model = ScriptedChatModel([asks(("c1", "block", {"tag": mark})), "never"])
+
+    async def cancel_a_run_inside() -> None:
+        async with make_toolset() as toolset:
+            agent = ReactAgent("mcp", model, tools=[toolset])
+            async with agent.start("go") as run:
+                await logged(server_log, event="started", tag=mark)
+                run.cancel()
+                await run.result()
+
+    with pytest.raises(RunCancelled):
+        await cancel_a_run_inside()
+    matched: list[MCPError] = []
+    try:
+        async with make_toolset() as toolset:
+            raise MCPError("from the block", server=toolset.server_name)
+    except MCPError as exc:  # what the README's example does
+        matched.append(exc)
+    assert [e.server for e in matched] == ["test-tools"]
+    error = ValueError("mine")
+    with pytest.raises(ValueError, match="mine") as caught:
+        async with make_toolset():
+            raise error
+    assert caught.value is error
+    assert toolset.tools == ()
 
 
 # --- structure -----------------------------------------------------------------------------

@@ -73,6 +73,17 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _one_error(
+    errors: BaseExceptionGroup[BaseException], body: BaseException | None
+) -> BaseException:
+    """What leaves ``async with`` when the session's task group failed: its one error as
+    itself; several (or one beside the block's own ``body`` error) stay grouped."""
+    found = [*([body] if body is not None else []), *errors.exceptions]
+    if len(found) == 1 and not isinstance(found[0], BaseExceptionGroup):
+        return found[0]
+    return BaseExceptionGroup("errors in MCPToolset and its block", found)
+
+
 class _WatchedStream:
     """The transport's read stream, setting ``down`` when it ends (the server went away)."""
 
@@ -221,9 +232,21 @@ class MCPToolset:
             self._conn.down.set()
         self._conn = None
         try:
-            return await group.__aexit__(exc_type, exc, tb)
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                return await group.__aexit__(exc_type, exc, tb)
+            if exc is not None:
+                # The block's own error is not handed to the group, which would raise it
+                # inside an ExceptionGroup: the session is stopped and it leaves as itself.
+                group.cancel_scope.cancel()
+            try:
+                await group.__aexit__(None, None, None)
+            except BaseExceptionGroup as errors:
+                failure = _one_error(errors, exc)
+            else:
+                return None
         finally:
             self._tools = {}  # after the group: no listing is left to fill them again
+        raise failure  # outside the handler: its own context, not the group's
 
     # --- what the agent uses -------------------------------------------------------------
 
