@@ -19,8 +19,17 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from helpers import asks, call, calls_state, live_tasks
-from mcp_support import SERVER, SERVER_TOOLS, http_server, logged, records, stdio_toolset
+from helpers import asks, call, live_tasks
+from mcp_support import (
+    SERVER,
+    SERVER_TOOLS,
+    http_server,
+    logged,
+    records,
+    responses,
+    run_calls,
+    stdio_toolset,
+)
 
 from reactcore import (
     AgentToolNode,
@@ -29,7 +38,6 @@ from reactcore import (
     ReactcoreError,
     RunCancelled,
     ToolResponse,
-    ToolResponseMessage,
     tool,
 )
 from reactcore.mcp import MCPToolset
@@ -76,17 +84,6 @@ def make_toolset(transport: str, server_log: Path, http_url: tuple[str, Path]) -
 
 def tag() -> str:
     return uuid.uuid4().hex[:8]
-
-
-def responses(result_messages: list[Any]) -> list[ToolResponse]:
-    return [r for m in result_messages if isinstance(m, ToolResponseMessage) for r in m.responses]
-
-
-async def run_calls(node: AgentToolNode, *calls: Any) -> list[ToolResponse]:
-    update = await node(calls_state(*calls))
-    message = update["messages"][-1]
-    assert isinstance(message, ToolResponseMessage)
-    return list(message.responses)
 
 
 # --- listing and calling -------------------------------------------------------------------
