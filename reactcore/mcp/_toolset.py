@@ -522,7 +522,8 @@ class MCPToolset:
         remote: dict[str, str] = {}
         usable = [t for t in found if self._wanted(t.name) and self._usable(conn, t)]
         for name, refused in conn.screen.refused:
-            self._once("mcp_tool_skipped", conn.server, name, reason=refused)
+            if self._wanted(name):
+                self._once("mcp_tool_skipped", conn.server, name, reason=refused)
         conn.screen.refused.clear()
         safe = safe_names(self.prefix + t.name for t in usable)
         for spec in usable:
