@@ -176,7 +176,7 @@ async def call_model(model: ChatModel, request: ModelRequest) -> ModelResponse:
     assembler = ChunkAssembler()
     async with model.stream(request) as chunks:
         async for chunk in chunks:
-            assembler.add(chunk)
+            chunk = assembler.add(chunk)  # tool-call fragments at their call's index
             if listener is not None:
                 await listener(chunk)
     return assembler.result()

@@ -14,6 +14,7 @@ import copy
 import functools
 import inspect
 import json
+import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -74,6 +75,19 @@ def check_cancelled() -> None:
 
 MAX_ARGUMENT_LENGTH = 1_000_000
 """The most characters of a tool call's JSON arguments that are read."""
+MAX_NAME_LENGTH = 64
+SAFE_NAME = re.compile(rf"[a-zA-Z0-9_-]{{1,{MAX_NAME_LENGTH}}}")
+"""A tool name model providers accept: 1 to 64 letters, digits, ``_`` and ``-``."""
+
+
+def check_tool_name(name: str) -> str:
+    """``name``, if providers accept it (``SAFE_NAME``); else ``ValueError`` naming it."""
+    if not SAFE_NAME.fullmatch(name):
+        raise ValueError(
+            f"tool name {name!r} is not one model providers accept: use 1 to "
+            f"{MAX_NAME_LENGTH} letters, digits, '_' or '-'"
+        )
+    return name
 
 
 def _read_arguments(raw: str) -> Any:
@@ -228,6 +242,7 @@ class Tool:
         tool_name = name or getattr(func, "__name__", None)
         if not tool_name:
             raise ValueError("a tool needs a name")
+        check_tool_name(tool_name)
         if timeout is not None and timeout <= 0:
             raise ValueError(f"tool {tool_name!r}: timeout must be positive, got {timeout}")
         signature = _Signature.of(func, tool_name)
@@ -260,8 +275,11 @@ class Tool:
 
         ``func`` is called with the model's arguments as keywords once ``check`` passed
         them: ``check(arguments)`` returns ``None`` or says what is wrong, and the model
-        gets that as ``invalid arguments for tool '<name>': <problem>``.
+        gets that as ``invalid arguments for tool '<name>': <problem>``. ``name`` must be
+        one providers accept (``SAFE_NAME``): map a remote tool's name first, as
+        ``reactcore.mcp`` does.
         """
+        check_tool_name(name)
         if timeout is not None and timeout <= 0:
             raise ValueError(f"tool {name!r}: timeout must be positive, got {timeout}")
         return cls(

@@ -120,7 +120,7 @@ def completion_json(message: AssistantMessage | str, *, usage: Usage | None = No
 
 
 def _delta_json(delta: ToolCallDelta) -> dict[str, Any]:
-    wire: dict[str, Any] = {"index": delta.index}
+    wire: dict[str, Any] = {} if delta.index is None else {"index": delta.index}
     if delta.id is not None:
         wire.update(id=delta.id, type="function")
     function: dict[str, Any] = {}

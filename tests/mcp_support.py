@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from helpers import calls_state
 
+from reactcore import AgentToolNode, ToolResponse, ToolResponseMessage
 from reactcore.mcp import MCPToolset
 
 SERVER = Path(__file__).parent / "mcp_servers" / "tools_server.py"
+ODD_SERVER = Path(__file__).parent / "mcp_servers" / "odd_server.py"
 # Tool names of the test server, in the order it lists them.
 SERVER_TOOLS = [
     *("echo", "add", "lookup", "fail", "picture", "work", "peak", "block", "grow", "pid"),
@@ -28,10 +31,11 @@ def stdio_toolset(log: Path, **options: Any) -> MCPToolset:
 
 
 @contextmanager
-def http_server(kind: str, log: Path) -> Iterator[str]:
-    """The test server in a subprocess over ``kind`` ("http" or "sse"); yields its URL."""
+def http_server(kind: str, log: Path, script: Path = SERVER) -> Iterator[str]:
+    """The test server (or ``script``) in a subprocess over ``kind`` ("http" or "sse");
+    yields its URL."""
     proc = subprocess.Popen(
-        [sys.executable, str(SERVER), kind, str(log)], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(script), kind, str(log)], stdout=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout is not None
@@ -63,3 +67,16 @@ async def logged(log: Path, count: int = 1, **match: Any) -> dict[str, Any]:
         while len(found := records(log, **match)) < count:  # noqa: ASYNC110
             await anyio.sleep(0.02)
     return found[count - 1]
+
+
+def responses(result_messages: list[Any]) -> list[ToolResponse]:
+    """The tool responses of a run's messages, in order."""
+    return [r for m in result_messages if isinstance(m, ToolResponseMessage) for r in m.responses]
+
+
+async def run_calls(node: AgentToolNode, *calls: Any) -> list[ToolResponse]:
+    """The responses of ``node`` to one batch of ``calls``."""
+    update = await node(calls_state(*calls))
+    message = update["messages"][-1]
+    assert isinstance(message, ToolResponseMessage)
+    return list(message.responses)

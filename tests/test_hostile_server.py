@@ -11,15 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import httpx
 import pytest
 import structlog
 
-from reactcore import ReactAgent, RunnableConfig, SqliteSaver, tool
+from reactcore import ModelDelta, ReactAgent, RunnableConfig, SqliteSaver, tool
 from reactcore._exceptions import ModelError, ModelHTTPError, ModelStreamError
 from reactcore._messages import AssistantMessage, ToolCall, UserMessage
 from reactcore._models import openai as openai_module
 from reactcore._models.base import (
+    ChunkAssembler,
     ModelChunk,
     ModelRequest,
     ModelResponse,
@@ -33,6 +35,7 @@ from reactcore.testing import (
     OpenAICompatibleServer,
     ServerReply,
     SSEReply,
+    completion_json,
 )
 from tests.test_openai_model import (
     REQUEST,
@@ -83,19 +86,15 @@ async def test_a_tool_name_sent_in_fragments_is_joined(
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     "ids",
-    [
-        ("call_1", None, None, None),
-        ("call_1", "call_1", "call_1", "call_1"),
-        ("call_", "1", None, None),
-    ],
-    ids=["id-once", "id-in-every-chunk", "id-in-fragments"],
+    [("call_1", None, None, None), ("call_1", "call_1", "call_1", "call_1")],
+    ids=["id-once", "id-in-every-chunk"],
 )
 async def test_an_id_sent_once_or_in_every_chunk_is_kept_once(
     server_for: ServerFor, ids: tuple[str | None, ...]
 ) -> None:
     """An id sent in the first fragment only, or repeated in every fragment of the call,
-    comes out once (``call_1``, never ``call_1call_1``, where the SDK would double it); an
-    id sent in fragments is joined like the name."""
+    comes out once (``call_1``, never ``call_1call_1``, where the SDK would double it).
+    (Another id at the same index is another call: see the parallel-call tests below.)"""
     pieces = [{"name": "wea"}, {"name": "ther"}, {"arguments": '{"city": '}]
     pieces.append({"arguments": '"Paris"}'})
     deltas = [ToolCallDelta(0, id=i, **p) for i, p in zip(ids, pieces, strict=True)]
@@ -130,6 +129,107 @@ async def test_two_calls_interleaved_by_index_are_joined_apart(server_for: Serve
             ToolCall("call_b", "time", '{"tz": "UTC"}'),
         ],
     )
+
+
+# Parallel calls sent at one index (Ollama through LiteLLM, proxies in front of Gemini) or
+# without one, each with its own id; fragments of one call split as servers split them.
+PARALLEL = (
+    ToolCall("call_a", "search", '{"q": "a"}'),
+    ToolCall("call_b", "search", '{"q": "b"}'),
+    ToolCall("call_c", "clock", "{}"),
+)
+
+
+PLACED = {("call_a", 0), ("call_b", 1), ("call_c", 2)}  # each call's fragments, re-indexed
+
+
+def parallel_fragments(index: int | None) -> list[ModelChunk]:
+    """``PARALLEL`` streamed with every fragment at ``index``: call_a whole in one
+    fragment, call_b in three (its id only in the first), call_c with its id in every
+    fragment; without an index, a late piece of call_b names its id."""
+    late = ToolCallDelta(index, arguments='"b"}')
+    deltas = [
+        ToolCallDelta(index, id="call_a", name="search", arguments='{"q": "a"}'),
+        ToolCallDelta(index, id="call_b", name="sea"),
+        ToolCallDelta(index, name="rch", arguments='{"q": '),
+        *([late] if index is not None else []),
+        ToolCallDelta(index, id="call_c", name="clock"),
+        ToolCallDelta(index, id="call_c", arguments="{}"),
+        *([] if index is not None else [attrs.evolve(late, id="call_b")]),
+    ]
+    return calls(*deltas)
+
+
+def parallel_completion(index: int | None) -> HTTPReply:
+    """``PARALLEL`` as a whole answer whose tool calls carry ``index`` (or none)."""
+    payload = completion_json(AssistantMessage("", PARALLEL))
+    for wire in payload["choices"][0]["message"]["tool_calls"]:
+        if index is not None:
+            wire["index"] = index
+    return HTTPReply.from_json(payload)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("index", [0, None], ids=["all-at-index-0", "no-index"])
+async def test_parallel_calls_at_one_index_or_none_stay_apart(
+    server_for: ServerFor, index: int | None
+) -> None:
+    """Parallel calls streamed all at index 0, or without an index, each with its own id,
+    are separate calls with their own arguments (not one call with
+    ``{"q": "a"}{"q": "b"}``), exactly as the same calls answered whole; the chunks come
+    back from the assembler with one index per call."""
+    server = server_for([SSEReply(parallel_fragments(index)), parallel_completion(index)])
+    async with model_for(server) as model:
+        chunks = await stream_all(model, REQUEST)
+        whole = await model.call(REQUEST)
+    assembler = ChunkAssembler()
+    placed = [d for chunk in chunks for d in assembler.add(chunk).tool_calls]
+    streamed_answer = assembler.result()
+    assert streamed_answer.message.tool_calls == PARALLEL
+    assert whole.message.tool_calls == PARALLEL
+    assert {(d.id, d.index) for d in placed if d.id} == PLACED
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_an_agent_runs_each_parallel_call_sent_at_index_0(
+    server_for: ServerFor, stream: bool
+) -> None:
+    """Through a whole agent run: each of the parallel calls a server sent at index 0 runs
+    with its own arguments and answers under its own id, streamed or not; the streamed
+    ``ModelDelta`` events put each call's fragments at that call's index."""
+    ran: list[str] = []
+
+    @tool
+    async def search(q: str) -> str:
+        """Search."""
+        ran.append(q)
+        return f"found {q}"
+
+    @tool
+    async def clock() -> str:
+        """The time."""
+        ran.append("clock")
+        return "noon"
+
+    first = SSEReply(parallel_fragments(0)) if stream else parallel_completion(0)
+    finish = SSEReply.of("done") if stream else HTTPReply.completion("done")
+    server = server_for([first, finish])
+    async with model_for(server) as model:
+        agent = ReactAgent("parallel", model, tools=[search, clock])
+        config = RunnableConfig(metadata={"_stream_": stream})
+        async with agent.stream("go", config) as events:
+            seen = [e async for e in events]
+    assert sorted(ran) == ["a", "b", "clock"]
+    answers = server.requests[1]["messages"][-3:]
+    assert [(m["tool_call_id"], m["content"]) for m in answers] == [
+        ("call_a", "found a"),
+        ("call_b", "found b"),
+        ("call_c", "noon"),
+    ]
+    deltas = [e.tool_call for e in seen if isinstance(e, ModelDelta) and e.tool_call]
+    if stream:
+        assert {(d.id, d.index) for d in deltas if d.id} == PLACED
 
 
 # --- connections ------------------------------------------------------------------------

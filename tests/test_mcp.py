@@ -19,16 +19,25 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from helpers import asks, call, calls_state, live_tasks
-from mcp_support import SERVER, SERVER_TOOLS, http_server, logged, records, stdio_toolset
+from helpers import asks, call, live_tasks
+from mcp_support import (
+    SERVER,
+    SERVER_TOOLS,
+    http_server,
+    logged,
+    records,
+    responses,
+    run_calls,
+    stdio_toolset,
+)
 
 from reactcore import (
     AgentToolNode,
     MCPError,
     ReactAgent,
     ReactcoreError,
+    RunCancelled,
     ToolResponse,
-    ToolResponseMessage,
     tool,
 )
 from reactcore.mcp import MCPToolset
@@ -75,17 +84,6 @@ def make_toolset(transport: str, server_log: Path, http_url: tuple[str, Path]) -
 
 def tag() -> str:
     return uuid.uuid4().hex[:8]
-
-
-def responses(result_messages: list[Any]) -> list[ToolResponse]:
-    return [r for m in result_messages if isinstance(m, ToolResponseMessage) for r in m.responses]
-
-
-async def run_calls(node: AgentToolNode, *calls: Any) -> list[ToolResponse]:
-    update = await node(calls_state(*calls))
-    message = update["messages"][-1]
-    assert isinstance(message, ToolResponseMessage)
-    return list(message.responses)
 
 
 # --- listing and calling -------------------------------------------------------------------
@@ -427,6 +425,44 @@ async def test_cannot_reconnect_raises_mcp_error(tmp_path: Path) -> None:
     assert answer.response_data == (
         "Error: MCPError: cannot connect to MCP server 'test-tools': Connection closed (tool 'pid')"
     )
+
+
+# --- errors out of the block ----------------------------------------------------------------
+
+
+async def test_errors_leave_the_block_as_themselves(
+    make_toolset: ToolsetFactory, server_log: Path
+) -> None:
+    """An error raised inside ``async with toolset`` leaves it as itself, never inside an
+    ``ExceptionGroup``: ``except MCPError`` and ``except RunCancelled`` around the block
+    match (a run cancelled then awaited in it raises ``RunCancelled``), and any other error
+    is the very object raised."""
+    mark = tag()
+    model = ScriptedChatModel([asks(("c1", "block", {"tag": mark})), "never"])
+
+    async def cancel_a_run_inside() -> None:
+        async with make_toolset() as toolset:
+            agent = ReactAgent("mcp", model, tools=[toolset])
+            async with agent.start("go") as run:
+                await logged(server_log, event="started", tag=mark)
+                run.cancel()
+                await run.result()
+
+    with pytest.raises(RunCancelled):
+        await cancel_a_run_inside()
+    matched: list[MCPError] = []
+    try:
+        async with make_toolset() as toolset:
+            raise MCPError("from the block", server=toolset.server_name)
+    except MCPError as exc:  # what the README's example does
+        matched.append(exc)
+    assert [e.server for e in matched] == ["test-tools"]
+    error = ValueError("mine")
+    with pytest.raises(ValueError, match="mine") as caught:
+        async with make_toolset():
+            raise error
+    assert caught.value is error
+    assert toolset.tools == ()
 
 
 # --- structure -----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mcp.types as mt
 
-from reactcore.mcp._results import result_text, schema_check, to_response
+from reactcore.mcp._results import result_text, schema_check, schema_problem, to_response
 
 
 def test_every_kind_of_content_block() -> None:
@@ -75,7 +75,31 @@ def test_schema_check_subset_servers_use() -> None:
     )
 
 
-def test_an_unreadable_schema_checks_nothing() -> None:
-    """A schema the validator cannot read lets every call through (the server decides)."""
-    check = schema_check({"type": "no-such-type"}, "t")
-    assert check({"anything": 1}) is None
+DANGLING = {"type": "object", "properties": {"x": {"$ref": "#/$defs/missing"}}}
+
+
+def test_unusable_schemas_are_named() -> None:
+    """``schema_problem`` says, in words, why a schema cannot serve as a tool's input
+    schema (not valid JSON Schema; a ``$ref`` to nothing), and finds nothing wrong with
+    references that resolve or with ``$ref``-like data in ``enum``."""
+    assert schema_problem({"type": "no-such-type"}) == (
+        "its input schema is not valid JSON Schema: type: 'no-such-type' is not valid under "
+        "any of the given schemas"
+    )
+    assert schema_problem({"type": "object", "properties": 5}) == (
+        "its input schema is not valid JSON Schema: properties: 5 is not of type 'object'"
+    )
+    assert schema_problem(DANGLING) == (
+        "its input schema refers to '#/$defs/missing', which it does not define"
+    )
+    defined = {**DANGLING, "$defs": {"missing": {"type": "string"}}}
+    assert schema_problem(defined) is None
+    data = {"type": "object", "properties": {"x": {"enum": [{"$ref": "#/nowhere"}]}}}
+    assert schema_problem(data) is None
+
+
+def test_an_unresolvable_reference_answers_in_words() -> None:
+    """Should a reference still fail while arguments are checked, the model reads that
+    the tool's schema is broken, not ``_WrappedReferencingError``."""
+    check = schema_check(DANGLING, "t")
+    assert check({"x": 1}) == "the tool's input schema refers to a definition it does not have"

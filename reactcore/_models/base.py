@@ -158,9 +158,13 @@ class ModelResponse:
 
 @attrs.frozen
 class ToolCallDelta:
-    """A fragment of the tool call at ``index``: any of id, name, and more arguments."""
+    """A fragment of the tool call at ``index``: any of id, name, and more arguments.
 
-    index: int
+    ``index`` is ``None`` when the server sent none; ``ChunkAssembler.add`` gives back each
+    fragment with the index of the call it was joined to.
+    """
+
+    index: int | None
     id: str | None = None
     name: str | None = None
     arguments: str = ""
@@ -214,11 +218,10 @@ class _PartialCall:
     arguments: list[str] = attrs.field(factory=list)
 
     def add(self, delta: ToolCallDelta) -> None:
-        """Join ``delta`` in, as the official ``openai`` SDK's stream accumulator does:
-        string fields concatenate (a name may come in fragments, like the arguments),
-        except an id sent again with the same value, which is kept once."""
-        if delta.id and delta.id != self.id:
-            self.id = (self.id or "") + delta.id
+        """Join ``delta`` in: names and arguments concatenate (servers split both); the id
+        is the first one sent (one repeated in every fragment is kept once)."""
+        if delta.id and not self.id:
+            self.id = delta.id
         if delta.name:
             self.name.append(delta.name)
         if delta.arguments:
@@ -231,9 +234,17 @@ class ChunkAssembler:
 
     Tool-call fragments are joined by index, whatever order ids, names and argument pieces
     arrive in: names and arguments are concatenated (servers split both), an id repeated
-    in every fragment is kept once. ``result()`` raises ``ModelStreamError`` for a call
-    left without id or name, and ``ModelTruncatedError`` for tool calls cut at the token
-    limit (see ``ensure_complete``); the message keeps the finish reason.
+    in every fragment is kept once. Parallel calls sent at one index (some servers send
+    every call at index 0) or without an index stay apart: a fragment with a new id at an
+    index that holds a call with another id starts a new call; a fragment without an index
+    continues the call with its id, or else the last call. ``result()`` raises
+    ``ModelStreamError`` for a call left without id or name, and ``ModelTruncatedError``
+    for tool calls cut at the token limit (see ``ensure_complete``); the message keeps the
+    finish reason.
+
+    ``calls`` holds the calls by their own index: the server's, or, for a call the server
+    sent at a taken index or without one, the next free one; the answer lists them in
+    that order.
     """
 
     text: list[str] = attrs.field(factory=list)
@@ -241,18 +252,60 @@ class ChunkAssembler:
     calls: dict[int, _PartialCall] = attrs.field(factory=dict)
     usage: Usage | None = None
     finish_reason: str | None = None
+    _at: dict[int, int] = attrs.field(factory=dict, init=False, repr=False)
+    _last: int | None = attrs.field(default=None, init=False, repr=False)
 
-    def add(self, chunk: ModelChunk) -> None:
+    def add(self, chunk: ModelChunk) -> ModelChunk:
+        """Join ``chunk`` in; it is given back with each tool-call fragment at the index of
+        the call it joined (what a listener should see), unchanged when that is the same."""
         if chunk.text:
             self.text.append(chunk.text)
         if chunk.reasoning:
             self.reasoning.append(chunk.reasoning)
-        for delta in chunk.tool_calls:
-            self.calls.setdefault(delta.index, _PartialCall()).add(delta)
+        if chunk.tool_calls:
+            placed = tuple(self._join(delta) for delta in chunk.tool_calls)
+            if placed != chunk.tool_calls:
+                chunk = attrs.evolve(chunk, tool_calls=placed)
         if chunk.usage is not None:
             self.usage = chunk.usage
         if chunk.finish_reason is not None:
             self.finish_reason = chunk.finish_reason
+        return chunk
+
+    def _join(self, delta: ToolCallDelta) -> ToolCallDelta:
+        index = self._index_for(delta)
+        self.calls[index].add(delta)
+        self._last = index
+        return delta if delta.index == index else attrs.evolve(delta, index=index)
+
+    def _index_for(self, delta: ToolCallDelta) -> int:
+        """The index of the call ``delta`` belongs to, a new call's if it starts one."""
+        if delta.index is None:
+            if delta.id:
+                for index, call in reversed(self.calls.items()):
+                    if call.id == delta.id:
+                        return index
+            elif self._last is not None:
+                return self._last
+            return self._start(None)
+        held = self._at.get(delta.index)
+        if held is None:
+            return self._start(delta.index)
+        known = self.calls[held].id
+        if delta.id and known and delta.id != known:
+            return self._start(delta.index)
+        return held
+
+    def _start(self, wire_index: int | None) -> int:
+        """A new call: at ``wire_index`` if it is free, else at the next free index."""
+        if wire_index is not None and wire_index not in self.calls:
+            index = wire_index
+        else:
+            index = max(self.calls, default=-1) + 1
+        self.calls[index] = _PartialCall()
+        if wire_index is not None:
+            self._at[wire_index] = index
+        return index
 
     def result(self) -> ModelResponse:
         calls = []

@@ -419,11 +419,12 @@ def parse_completion(payload: Any) -> ModelResponse:
     )
 
 
-def _tool_call_delta(position: int, wire: _WireToolCallDelta) -> ToolCallDelta:
+def _tool_call_delta(wire: _WireToolCallDelta) -> ToolCallDelta:
+    """A fragment as the server sent it, its index ``None`` when it had none (the
+    ``ChunkAssembler`` then finds its call by id, or takes the last one)."""
     function = wire.function or _WireFunctionDelta()
-    index = wire.index if wire.index is not None else position
     return ToolCallDelta(
-        index,
+        wire.index,
         None if wire.id is None else clean_text(wire.id),
         None if function.name is None else clean_text(function.name),
         clean_text(function.arguments or ""),
@@ -477,7 +478,7 @@ def parse_chunk(data: str, redact: Callable[[str], str] = _as_is) -> ModelChunk 
     chunk = ModelChunk(
         text=clean_text(choice.delta.content or ""),
         reasoning=reasoning_text(choice.delta.reasoning_content, choice.delta.reasoning),
-        tool_calls=[_tool_call_delta(i, d) for i, d in enumerate(calls)],
+        tool_calls=[_tool_call_delta(d) for d in calls],
         usage=_usage(wire.usage),
         finish_reason=choice.finish_reason,
     )

@@ -2,7 +2,8 @@
 
 Arguments are checked against the server's input schema before the call (with
 ``jsonschema``, which the ``mcp`` SDK depends on), so a wrong call answers the model the way
-a local tool's does. A result becomes text: ``structuredContent`` as JSON when the server
+a local tool's does; a schema that cannot be used (``schema_problem``) keeps its tool
+from the model. A result becomes text: ``structuredContent`` as JSON when the server
 gave no text, else the text blocks joined; images, audio and resources as a short description.
 The whole result stays in the response's ``data`` for callers.
 """
@@ -13,14 +14,20 @@ import base64
 import binascii
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema  # type: ignore[import-untyped]
 import jsonschema.exceptions  # type: ignore[import-untyped]
 import mcp.types as mt
 import structlog
+from referencing import Registry, Specification
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012, specification_with
 
 from .._interceptors import ToolCallResponse
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # not re-exported by the package
 
 _log = structlog.get_logger("reactcore.mcp")
 
@@ -30,21 +37,67 @@ def _where(error: Any) -> str:
     return f"{path}: {error.message}" if path else str(error.message)
 
 
-def schema_check(schema: dict[str, Any], tool: str) -> Callable[[dict[str, Any]], str | None]:
-    """A check of arguments against ``schema``: ``None`` when they fit, else the problem.
+def _validator_class(schema: dict[str, Any]) -> Any:
+    return jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
 
-    A schema the validator cannot read checks nothing (the server still validates).
+
+def _dangling_ref(node: Any, resolver: Resolver[Any], spec: Specification[Any]) -> str | None:
+    """The first ``$ref`` under ``node`` that resolves to nothing, else None (values of
+    ``enum``, ``const``, ``default`` and ``examples`` are data, not schemas)."""
+    if isinstance(node, list):
+        return next((r for n in node if (r := _dangling_ref(n, resolver, spec))), None)
+    if not isinstance(node, dict):
+        return None
+    if isinstance(node.get("$id"), str):
+        resolver = resolver.in_subresource(spec.create_resource(node))
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            return ref
+    for key, value in node.items():
+        if key not in _DATA_KEYWORDS and (found := _dangling_ref(value, resolver, spec)):
+            return found
+    return None
+
+
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+
+
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why ``schema`` cannot serve as a tool's input schema (in words), or None.
+
+    It must be valid JSON Schema (its dialect's meta-schema), and every ``$ref`` in it
+    must resolve: a provider rejects a whole request carrying a broken schema, and the
+    arguments could not be checked against it.
     """
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = _validator_class(schema)
     try:
         cls.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
-        _log.warning("mcp_schema_unreadable", tool=tool, error=exc.message)
-        return lambda arguments: None
+        return f"its input schema is not valid JSON Schema: {_where(exc)}"
+    spec = specification_with(schema.get("$schema", ""), default=DRAFT202012)
+    root = spec.create_resource(schema)
+    ref = _dangling_ref(schema, Registry().resolver_with_root(root), spec)
+    if ref is not None:
+        return f"its input schema refers to {ref!r}, which it does not define"
+    return None
+
+
+def schema_check(schema: dict[str, Any], tool: str) -> Callable[[dict[str, Any]], str | None]:
+    """A check of arguments against ``schema`` (one ``schema_problem`` found usable):
+    ``None`` when they fit, else the problem, in words for the model.
+    """
+    cls = _validator_class(schema)
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
 
     def check(arguments: dict[str, Any]) -> str | None:
-        best = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        try:
+            best = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        except Unresolvable as exc:  # a reference ``schema_problem`` could not follow
+            _log.warning("mcp_schema_unresolvable", tool=tool, ref=str(getattr(exc, "ref", "")))
+            return "the tool's input schema refers to a definition it does not have"
         return None if best is None else _where(best)
 
     return check

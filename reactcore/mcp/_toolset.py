@@ -10,6 +10,15 @@ so the agent's scheduler applies unchanged: ``max_parallel_tools``, the per-call
 interceptors, ``run.cancel_tool``. A call stopped by a timeout or a cancel is cancelled on
 the server too: the SDK sends ``notifications/cancelled`` for its request id.
 
+What a server lists is not taken on trust. A tool whose input schema cannot be used (one
+the SDK refuses, such as ``"properties": 5``; one that is not valid JSON Schema; one with a
+``$ref`` to nothing) is left out and logged once (``mcp_tool_skipped``), and the server's
+other tools are kept. A name providers reject (a space, ``/``, non-ASCII, empty, over 64
+characters) reaches the model as a safe, unique and stable name (``reactcore.mcp._names``:
+``my tool`` → ``my_tool_`` and 8 hex digits of its hash), logged once
+(``mcp_tool_renamed``); a call of that name goes to the server's tool by its own name, and
+``tool_names`` maps the one to the other.
+
 The toolset is a model interceptor (it adds its current tools to each model request) and a
 resolver, so ``ReactAgent(tools=[toolset, my_tool])`` is all it takes. When the server says
 its tool list changed, the tools are listed again. When the server goes away (a crash, a
@@ -21,6 +30,7 @@ raises ``MCPError`` when it cannot.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AsyncExitStack, suppress
 from types import TracebackType
@@ -36,12 +46,22 @@ import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError as SDKError
+from mcp_types import JSONRPCRequest, JSONRPCResponse
+from mcp_types.methods import validate_server_result
+from pydantic import ValidationError
 
 from .._exceptions import MCPError
 from .._interceptors import ToolCallResponse
-from .._tools import Tool
-from ._results import schema_check, to_response
-from ._transports import SSETransport, StdioTransport, StreamableHTTPTransport, Transport
+from .._tools import SAFE_NAME, Tool
+from ._names import safe_names
+from ._results import schema_check, schema_problem, to_response
+from ._transports import (
+    MAX_RESULT_BYTES,
+    SSETransport,
+    StdioTransport,
+    StreamableHTTPTransport,
+    Transport,
+)
 
 if TYPE_CHECKING:
     from .._interceptors import ModelHandler
@@ -58,10 +78,22 @@ _TRANSPORT_ERRORS = (
 )
 
 
+# How the SDK says a server-sent event was past its size limit (httpx2's SSEError).
+_OVER_THE_LIMIT = re.compile(r"exceeded the (\d+) byte limit")
+
+
 def _names(value: Collection[str] | None) -> frozenset[str] | None:
     if isinstance(value, str):
         raise TypeError("give tool names as a collection of strings, not one string")
     return None if value is None else frozenset(value)
+
+
+def _safe_prefix(_: object, __: Any, prefix: str) -> None:
+    if prefix and not SAFE_NAME.fullmatch(prefix):
+        raise ValueError(
+            f"prefix {prefix!r} would make tool names providers reject: use letters, "
+            "digits, '_' or '-' (64 at most)"
+        )
 
 
 def _reason(exc: BaseException) -> str:
@@ -73,12 +105,80 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class _WatchedStream:
-    """The transport's read stream, setting ``down`` when it ends (the server went away)."""
+def _one_error(
+    errors: BaseExceptionGroup[BaseException], body: BaseException | None
+) -> BaseException:
+    """What leaves ``async with`` when the session's task group failed: its one error as
+    itself; several (or one beside the block's own ``body`` error) stay grouped."""
+    found = [*([body] if body is not None else []), *errors.exceptions]
+    if len(found) == 1 and not isinstance(found[0], BaseExceptionGroup):
+        return found[0]
+    return BaseExceptionGroup("errors in MCPToolset and its block", found)
 
-    def __init__(self, inner: Any, down: anyio.Event) -> None:
+
+@attrs.define(eq=False)
+class _Screen:
+    """Takes out of a ``tools/list`` answer, before the SDK reads it, each tool the SDK
+    would refuse (``"properties": 5`` in its input schema, say): one such tool would
+    make it refuse the whole listing, and the server's other tools with it.
+
+    ``asked`` holds the ids of the ``tools/list`` requests sent; ``refused`` the tools
+    taken out (name, why), until ``_list`` reads them; ``version`` is the protocol version
+    the session agreed (the SDK checks a result against that version's schema).
+    """
+
+    asked: set[Any] = attrs.field(factory=set)
+    refused: list[tuple[str, str]] = attrs.field(factory=list)
+    version: str | None = None
+
+    def sent(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCRequest) and message.method == "tools/list":
+            self.asked.add(message.id)
+
+    def received(self, item: Any) -> Any:
+        message = getattr(item, "message", None)
+        if not isinstance(message, JSONRPCResponse) or message.id not in self.asked:
+            return item
+        self.asked.discard(message.id)
+        tools = message.result.get("tools")
+        if self.version is None or not isinstance(tools, list):
+            return item
+        kept = [tool for tool in tools if self._fits(tool)]
+        if len(kept) < len(tools):
+            message.result = {**message.result, "tools": kept}
+        return item
+
+    def _fits(self, tool: Any) -> bool:
+        assert self.version is not None
+        try:
+            validate_server_result("tools/list", self.version, {"tools": [tool]})
+        except ValidationError as exc:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            self.refused.append((name if isinstance(name, str) else repr(name), _invalid(exc)))
+            return False
+        except (KeyError, ValueError):  # a version the SDK has no schema for: it checks nothing
+            return True
+        return True
+
+
+def _invalid(exc: ValidationError) -> str:
+    """A tool's validation errors in words, without the values (they are the server's)."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"][2:])  # past "tools", 0
+        problems.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
+    return "; ".join(problems)
+
+
+class _WatchedStream:
+    """The transport's read stream, setting ``down`` when it ends (the server went away),
+    each message passed through ``screen``."""
+
+    def __init__(self, inner: Any, down: anyio.Event, screen: _Screen) -> None:
         self._inner = inner
         self._down = down
+        self._screen = screen
 
     @property
     def last_context(self) -> Any:
@@ -86,7 +186,7 @@ class _WatchedStream:
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            return self._screen.received(await self._inner.receive())
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._down.set()
             raise
@@ -111,6 +211,27 @@ class _WatchedStream:
         await self.aclose()
 
 
+class _ScreenedWrite:
+    """The transport's write stream, telling ``screen`` of every message sent."""
+
+    def __init__(self, inner: Any, screen: _Screen) -> None:
+        self._inner = inner
+        self._screen = screen
+
+    async def send(self, item: Any) -> None:
+        self._screen.sent(item)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 @attrs.define(eq=False)
 class _Connection:
     """One live session; ``down`` is set when it ended or must end."""
@@ -118,14 +239,17 @@ class _Connection:
     session: ClientSession
     down: anyio.Event
     server: str
+    screen: _Screen
 
 
 @attrs.define(eq=False)
 class MCPToolset:
     """The tools of one MCP server; make one with ``stdio``, ``streamable_http`` or ``sse``.
 
-    ``prefix`` is put before every tool name (to avoid clashes between servers); ``allow``
-    (if given) and ``deny`` filter the server's tool names (without the prefix).
+    ``prefix`` is put before every tool name (to avoid clashes between servers; letters,
+    digits, ``_`` and ``-``); ``allow`` (if given) and ``deny`` filter the server's tool
+    names (without the prefix). The model sees each tool under a name providers accept
+    (see the module docstring); ``tool_names`` says which server tool each one is.
     ``max_concurrency`` is how many calls of this server run at once (a shared
     ``limiter`` may be given instead); ``timeout`` overrides the agent's per-call timeout
     for these tools; ``connect_timeout`` bounds the handshake and the first listing.
@@ -133,7 +257,7 @@ class MCPToolset:
 
     transport: Transport
     name: str | None = attrs.field(default=None, kw_only=True)
-    prefix: str = attrs.field(default="", kw_only=True)
+    prefix: str = attrs.field(default="", kw_only=True, validator=_safe_prefix)
     allow: frozenset[str] | None = attrs.field(default=None, kw_only=True, converter=_names)
     deny: frozenset[str] = attrs.field(default=frozenset(), kw_only=True, converter=_names)
     max_concurrency: int = attrs.field(default=8, kw_only=True, validator=attrs.validators.ge(1))
@@ -144,6 +268,8 @@ class MCPToolset:
     _group: anyio.abc.TaskGroup | None = attrs.field(default=None, init=False)
     _conn: _Connection | None = attrs.field(default=None, init=False)
     _tools: Mapping[str, Tool] = attrs.field(factory=dict, init=False)
+    _remote: Mapping[str, str] = attrs.field(factory=dict, init=False)
+    _logged: set[tuple[str, str]] = attrs.field(factory=set, init=False)
     _lock: anyio.Lock | None = attrs.field(default=None, init=False)
     _listings: int = attrs.field(default=0, init=False)
     _listed: anyio.Event | None = attrs.field(default=None, init=False)
@@ -173,13 +299,22 @@ class MCPToolset:
         *,
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
+        max_result_bytes: int | None = MAX_RESULT_BYTES,
         **options: Any,
     ) -> MCPToolset:
         """A server at ``url`` over streamable HTTP; ``http_client`` is an ``httpx2`` client
-        (the SDK's), used as given and left open; else one with ``headers`` is made."""
+        (the SDK's), used as given and left open; else one with ``headers`` is made.
+
+        ``max_result_bytes`` (1 MiB, the SDK's default; ``None`` for no limit) bounds one
+        server-sent event, which carries a whole result: a larger result fails its call
+        with an ``MCPError`` that says so, and the session goes on.
+        """
         if headers is not None and http_client is not None:
             raise ValueError("give headers or http_client (with its headers), not both")
-        return cls(StreamableHTTPTransport(url, headers, http_client), **options)
+        transport = StreamableHTTPTransport(
+            url, headers, http_client, max_result_bytes=max_result_bytes
+        )
+        return cls(transport, **options)
 
     @classmethod
     def sse(
@@ -221,9 +356,22 @@ class MCPToolset:
             self._conn.down.set()
         self._conn = None
         try:
-            return await group.__aexit__(exc_type, exc, tb)
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                return await group.__aexit__(exc_type, exc, tb)
+            if exc is not None:
+                # The block's own error is not handed to the group, which would raise it
+                # inside an ExceptionGroup: the session is stopped and it leaves as itself.
+                group.cancel_scope.cancel()
+            try:
+                await group.__aexit__(None, None, None)
+            except BaseExceptionGroup as errors:
+                failure = _one_error(errors, exc)
+            else:
+                return None
         finally:
-            self._tools = {}  # after the group: no listing is left to fill them again
+            # After the group: no listing is left to fill them again.
+            self._tools, self._remote = {}, {}
+        raise failure  # outside the handler: its own context, not the group's
 
     # --- what the agent uses -------------------------------------------------------------
 
@@ -231,6 +379,12 @@ class MCPToolset:
     def tools(self) -> tuple[Tool, ...]:
         """The server's tools as last listed (prefixed and filtered); empty when closed."""
         return tuple(self._tools.values())
+
+    @property
+    def tool_names(self) -> Mapping[str, str]:
+        """The name the model sees of each tool → the server's name for it (they differ
+        when the server's is not one providers accept: see ``reactcore.mcp._names``)."""
+        return dict(self._remote)
 
     @property
     def server_name(self) -> str:
@@ -312,15 +466,18 @@ class MCPToolset:
                 stack.enter_context(changes)
                 stack.enter_context(changed)
                 read, write = await stack.enter_async_context(self.transport.open())
+                screen = _Screen()
                 session = ClientSession(
-                    _WatchedStream(read, down),
-                    write,
+                    _WatchedStream(read, down, screen),
+                    _ScreenedWrite(write, screen),
                     message_handler=lambda message: self._on_message(changes, message),
                 )
                 await stack.enter_async_context(session)
                 with anyio.fail_after(self.connect_timeout):
                     info = await session.initialize()
-                    conn = _Connection(session, down, self.name or info.server_info.name)
+                    screen.version = session.protocol_version
+                    server = self.name or info.server_info.name
+                    conn = _Connection(session, down, server, screen)
                     await self._list(conn)
                 task_status.started(conn)
                 started = True
@@ -361,8 +518,21 @@ class MCPToolset:
             cursor = page.next_cursor
             if not cursor:
                 break
-        wanted = [t for t in found if self._wanted(t.name)]
-        self._tools = {t.name: t for t in (self._tool(spec) for spec in wanted)}
+        tools: dict[str, Tool] = {}
+        remote: dict[str, str] = {}
+        usable = [t for t in found if self._wanted(t.name) and self._usable(conn, t)]
+        for name, refused in conn.screen.refused:
+            if self._wanted(name):
+                self._once("mcp_tool_skipped", conn.server, name, reason=refused)
+        conn.screen.refused.clear()
+        safe = safe_names(self.prefix + t.name for t in usable)
+        for spec in usable:
+            name = safe[self.prefix + spec.name]
+            if name != self.prefix + spec.name:
+                self._once("mcp_tool_renamed", conn.server, spec.name, name=name)
+            tools[name] = self._tool(spec, name)
+            remote[name] = spec.name
+        self._tools, self._remote = tools, remote
         self._listings += 1
         listed, self._listed = self._listed, anyio.Event()
         if listed is not None:
@@ -371,9 +541,25 @@ class MCPToolset:
     def _wanted(self, name: str) -> bool:
         return (self.allow is None or name in self.allow) and name not in self.deny
 
-    def _tool(self, spec: mt.Tool) -> Tool:
+    def _usable(self, conn: _Connection, spec: mt.Tool) -> bool:
+        """Whether the tool's input schema can be used; a tool whose cannot is skipped
+        (and logged once), the server's other tools kept."""
+        problem = schema_problem(spec.input_schema)
+        if problem is not None:
+            self._once("mcp_tool_skipped", conn.server, spec.name, reason=problem)
+        return problem is None
+
+    def _once(self, event: str, server: str, tool: str, **fields: Any) -> None:
+        """Log ``event`` about ``tool`` once for as long as the toolset lives (a warning
+        when it is skipped, info when it is renamed), not at every listing."""
+        if (event, tool) in self._logged:
+            return
+        self._logged.add((event, tool))
+        log = _log.warning if event == "mcp_tool_skipped" else _log.info
+        log(event, server=server, tool=tool, **fields)
+
+    def _tool(self, spec: mt.Tool, name: str) -> Tool:
         remote = spec.name
-        name = self.prefix + remote
 
         async def call(**arguments: Any) -> ToolCallResponse:
             return await self._call(remote, arguments)
@@ -394,7 +580,13 @@ class MCPToolset:
         try:
             result = await conn.session.call_tool(remote, arguments)
         except SDKError as exc:
-            if exc.error.code == mt.CONNECTION_CLOSED:
+            over = _OVER_THE_LIMIT.search(exc.error.message)
+            if exc.error.code == mt.CONNECTION_CLOSED and over:  # the session goes on
+                message = (
+                    f"MCP server '{conn.server}' answered with a result of more than "
+                    f"{over[1]} bytes, the client's limit (max_result_bytes)"
+                )
+            elif exc.error.code == mt.CONNECTION_CLOSED:
                 conn.down.set()  # the next call or model turn connects again
                 message = f"MCP server '{conn.server}' closed the connection during the call"
             else:

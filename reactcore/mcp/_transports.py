@@ -16,10 +16,13 @@ import attrs
 import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
 
 # The SDK's own defaults: 30 s to connect or write, 300 s between reads of a stream.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+MAX_RESULT_BYTES = DEFAULT_MAX_SSE_EVENT_SIZE
+"""The SDK's default limit on one server-sent event over streamable HTTP (1 MiB), which
+carries one whole result."""
 
 
 class Transport(Protocol):
@@ -37,6 +40,11 @@ def _strings(value: Sequence[str]) -> tuple[str, ...]:
 
 def _text_map(value: Mapping[str, str] | None) -> dict[str, str] | None:
     return None if value is None else dict(value)
+
+
+def _positive_or_none(_: object, attribute: Any, value: Any) -> None:
+    if value is not None and value <= 0:
+        raise ValueError(f"{attribute.name} must be positive or None, got {value}")
 
 
 @attrs.frozen
@@ -75,11 +83,17 @@ class StreamableHTTPTransport:
 
     ``http_client`` (an ``httpx2.AsyncClient``, the SDK's HTTP client) is used as given and
     left open; without one, a client with ``headers`` is made per connection and closed.
+    ``max_result_bytes`` is the most one server-sent event may hold (the SDK's
+    ``max_sse_event_size``; ``None`` for no limit): a result streamed in a larger one
+    fails its call with ``MCPError`` saying so.
     """
 
     url: str
     headers: dict[str, str] | None = attrs.field(default=None, converter=_text_map)
     http_client: httpx2.AsyncClient | None = attrs.field(default=None, eq=False, repr=False)
+    max_result_bytes: int | None = attrs.field(
+        default=MAX_RESULT_BYTES, kw_only=True, validator=_positive_or_none
+    )
 
     @property
     def label(self) -> str:
@@ -87,18 +101,31 @@ class StreamableHTTPTransport:
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[tuple[Any, Any]]:
+        limit = self.max_result_bytes
         if self.http_client is not None:
-            async with streamable_http_client(self.url, http_client=self.http_client) as streams:
+            async with streamable_http_client(
+                self.url, http_client=self.http_client, max_sse_event_size=limit
+            ) as streams:
                 yield streams
             return
         client = httpx2.AsyncClient(headers=self.headers, timeout=_HTTP_TIMEOUT)
-        async with client, streamable_http_client(self.url, http_client=client) as streams:
+        async with (
+            client,
+            streamable_http_client(
+                self.url, http_client=client, max_sse_event_size=limit
+            ) as streams,
+        ):
             yield streams
 
 
 @attrs.frozen
 class SSETransport:
-    """A legacy server at ``url`` speaking the HTTP+SSE transport (one GET stream, POSTs)."""
+    """A legacy server at ``url`` speaking the HTTP+SSE transport (one GET stream, POSTs).
+
+    The SDK's client reads events of at most 1 MiB on this transport, with no option to
+    change it: past it, the SDK drops the connection (the call answers that the server
+    closed it) and the next call connects again.
+    """
 
     url: str
     headers: dict[str, str] | None = attrs.field(default=None, converter=_text_map)
