@@ -2,7 +2,7 @@
 
     python exit_cleanly.py worker-return ADDRESS   # a Temporal worker, left by its block
     python exit_cleanly.py worker-sigterm ADDRESS  # run_worker, until SIGTERM
-    python exit_cleanly.py savers DSN|- DIR BACKEND  # SqliteSaver, PostgresSaver, MCPToolset
+    python exit_cleanly.py sqlite|postgres|mcp DSN DIR BACKEND  # a saver or a toolset
 
 Each worker runs one workflow to its answer (printed), then starts another whose model
 call is still running when the worker stops (the run stays in the worker's workflow
@@ -111,33 +111,39 @@ async def workflows(address: str, *, sigterm: bool) -> None:
         print("ready", flush=True)  # run_worker returns on SIGTERM, and so does this
 
 
-async def savers(dsn: str, folder: Path) -> None:
-    from mcp_support import stdio_toolset
+async def used(kind: str, dsn: str, folder: Path) -> None:
+    """Run an agent with a ``kind`` of saver or toolset, closed as documented."""
+    model = ScriptedChatModel([asks(("c1", "add", '{"a": 1, "b": 2}')), "three"])
+    config = RunnableConfig(thread_id="t")
+    if kind == "sqlite":
+        async with SqliteSaver(str(folder / "threads.db")) as sqlite:
+            agent = ReactAgent("sqlite", model, tools=[add], saver=sqlite)
+            print((await agent.invoke("go", config)).text, flush=True)
+    elif kind == "postgres":
+        import psycopg
 
-    model = ScriptedChatModel([asks(("c1", "add", '{"a": 1, "b": 2}')), "three"] * 2)
-    async with SqliteSaver(str(folder / "threads.db")) as sqlite:
-        agent = ReactAgent("sqlite", model, tools=[add], saver=sqlite)
-        print((await agent.invoke("go", RunnableConfig(thread_id="t"))).text, flush=True)
-    if dsn != "-":
         from reactcore.postgres import PostgresSaver
 
         schema = f"rc_exit_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        async with PostgresSaver(dsn, schema=schema) as pg:
-            agent = ReactAgent("pg", model, tools=[add], saver=pg)
-            print((await agent.invoke("go", RunnableConfig(thread_id="t"))).text, flush=True)
-        import psycopg
+        try:
+            async with PostgresSaver(dsn, schema=schema) as pg:
+                agent = ReactAgent("pg", model, tools=[add], saver=pg)
+                print((await agent.invoke("go", config)).text, flush=True)
+        finally:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    else:
+        from mcp_support import stdio_toolset
 
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    mcp_model = ScriptedChatModel([asks(("m1", "echo", '{"text": "hi"}')), "echoed"])
-    async with stdio_toolset(folder / "mcp.log") as toolset:
-        agent = ReactAgent("mcp", mcp_model, tools=[toolset])
-        print((await agent.invoke("go")).text, flush=True)
+        mcp_model = ScriptedChatModel([asks(("m1", "echo", '{"text": "hi"}')), "three"])
+        async with stdio_toolset(folder / "mcp.log") as toolset:
+            agent = ReactAgent("mcp", mcp_model, tools=[toolset])
+            print((await agent.invoke("go")).text, flush=True)
 
 
 if __name__ == "__main__":
     mode = sys.argv[1]
-    if mode == "savers":
-        anyio.run(savers, sys.argv[2], Path(sys.argv[3]), backend=sys.argv[4])
+    if mode in ("sqlite", "postgres", "mcp"):
+        anyio.run(used, mode, sys.argv[2], Path(sys.argv[3]), backend=sys.argv[4])
     else:
         asyncio.run(workflows(sys.argv[2], sigterm=mode == "worker-sigterm"))
