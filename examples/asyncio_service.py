@@ -18,6 +18,8 @@ The recipe, for any ASGI app:
 - However the response ends (the client left, the server stopped), the run's event
   stream is closed, so the run never waits for a reader that is gone.
 - ``await run.cancel_tool(call_id, reason)`` cancels one call (the model is told why);
+  it answers ``{"cancelled": false}`` when the call had already finished (its answer
+  kept), is still queued, or is unknown;
   ``await run.cancel()`` cancels the run (its stream ends with ``run_failed``).
 
 Only anyio is used, so the same app runs on trio too (see ``trio_service.py``). Needs the

@@ -112,7 +112,8 @@ class ReactAgent:
         kw_only=True,
     )
     max_parallel_tools: int = attrs.field(default=5, kw_only=True)
-    max_tool_threads: int = attrs.field(default=40, kw_only=True)
+    # None: max(40, max_parallel_tools) worker threads, shared by every run of the agent.
+    max_tool_threads: int | None = attrs.field(default=None, kw_only=True)
     tool_limiter: anyio.CapacityLimiter | None = attrs.field(default=None, kw_only=True)
     tool_execution_timeout: float = attrs.field(default=300.0, kw_only=True)
     wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True)
@@ -222,7 +223,7 @@ class ReactAgent:
     @property
     def abandoned_threads(self) -> int:
         """Worker threads of timed-out or cancelled tool calls that still run (all runs);
-        they count against ``max_tool_threads`` until they end."""
+        they count against the thread budget (``max_tool_threads``) until they end."""
         return 0 if self._tool_node is None else self._tool_node.abandoned_threads
 
     @property

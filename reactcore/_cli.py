@@ -115,7 +115,7 @@ def _add_bench(commands: argparse._SubParsersAction[_Parser]) -> None:
         "--budget",
         type=_positive,
         metavar="SECONDS",
-        help="skip a run whose ideal makespan exceeds this (default 2.5; quick 0.25)",
+        help="skip a run whose ideal makespan exceeds this (default 2.5; quick 0.6)",
     )
     p.add_argument("--backend", choices=("asyncio", "trio", "both"), default="both")
     p.add_argument("--agent", action="store_true", help="run whole ReactAgent turns")
@@ -157,7 +157,7 @@ def _bench(args: argparse.Namespace, argv: Sequence[str]) -> int:
         repeat=args.repeat or (2 if quick else 5),
         backends=("asyncio", "trio") if args.backend == "both" else (args.backend,),
         agent=bool(args.agent),
-        budget=args.budget or (0.25 if quick else 2.5),
+        budget=args.budget or (0.6 if quick else 2.5),
         quick=quick,
     )
     return run(plan, args.json, args.plot, f"reactcore {shlex.join(argv)}")

@@ -1,8 +1,10 @@
 """The events of a run, in the order they happen; read them with ``run.events()``.
 
-Order is a contract: ``ToolCallStarted`` is sent once the call is running (so
-``cancel_tool`` on it succeeds); with a saver, ``ToolCallFinished`` is sent after that
-call's checkpoint is written; a cancelled or timed-out call sends ``ToolCallCancelled`` /
+Order is a contract: ``ToolCallStarted`` is sent once the call has its slots, before its
+body starts (``run.cancel_tool`` works from then until the call has ended; a reader may
+see the ``ToolCallStarted`` of a fast call that has already finished, and ``cancel_tool``
+then says False); with a saver, ``ToolCallFinished`` is sent after that call's checkpoint
+is written; a cancelled or timed-out call sends ``ToolCallCancelled`` /
 ``ToolCallTimedOut`` instead of ``ToolCallFinished``; a retried model call sends
 ``ModelCallRetried`` after the failed attempt's ``ModelDelta``s and before the next
 attempt's; the stream ends after ``RunFinished``, ``RunFailed`` or ``RunInterrupted``.

@@ -47,7 +47,14 @@ from ._result import TOKEN_USAGE, AgentResult
 from ._run import AgentRun
 from ._scheduler import Job, Status
 from ._state import MESSAGES, OverAllState
-from ._tool_node import CALL_OBSERVER, RETURN_DIRECT, has_pending_updates, pending_calls
+from ._tool_node import (
+    CALL_OBSERVER,
+    CALL_RESOLVER,
+    RETURN_DIRECT,
+    has_pending_updates,
+    pending_calls,
+)
+from ._tools import Tool
 
 if TYPE_CHECKING:
     from ._agent import ReactAgent
@@ -271,6 +278,21 @@ class Loop:
     steps: int = 0
     output_retries: int = 0
     _saving: anyio.Lock = attrs.field(factory=anyio.Lock, init=False)
+    _resolved: tuple[AssistantMessage, Mapping[str, Tool | None]] | None = attrs.field(
+        default=None, init=False
+    )
+
+    def resolve_calls(self, assistant: AssistantMessage) -> Mapping[str, Tool | None]:
+        """The tools that will run the calls of ``assistant`` (by call name), resolved once
+        per assistant message: the hooks that decide on the calls (approval, limits) and
+        the tool node that runs them see the same tools, even if a resolver (a toolset
+        whose tools change) would answer differently later."""
+        node = self.agent.tool_node
+        if node is None:
+            return {}
+        if self._resolved is None or self._resolved[0] is not assistant:
+            self._resolved = (assistant, node.resolve_calls(assistant, self.config))
+        return self._resolved[1]
 
     async def execute(self, start: Start) -> AgentResult:
         """Run from ``start`` to the end, an interrupt, or an error."""
@@ -278,6 +300,7 @@ class Loop:
         context[CHUNK_LISTENER] = self._on_chunk
         context[RETRY_LISTENER] = self._on_retry
         context[RUN_ID] = self.run.run_id
+        context[CALL_RESOLVER] = self.resolve_calls
         state, step = start.state, start.step
         self.model_calls = start.model_calls
         self.run.state = state

@@ -122,8 +122,17 @@ class AgentRun:
     async def cancel_tool(self, call_id: str, reason: str | None = None) -> bool:
         """Cancel the running tool call ``call_id``; the model is told, and the run goes on.
 
-        True if the call was running and is now being cancelled; False (and nothing done)
-        for an unknown, queued, finished or already cancelled call.
+        From the moment the call's ``ToolCallStarted`` is sent (before its body starts)
+        until it has ended, this cancels it and returns True: the model reads ``Error: Tool
+        execution was cancelled by the caller: <reason>`` and ``ToolCallCancelled`` follows;
+        made before the body started (the run waiting for a slow reader to take
+        ``ToolCallStarted``), the body never runs.
+
+        False, and nothing changes, for an unknown id, a call still queued for a slot, or a
+        call that has already ended: its own answer (result, error, timeout, or an earlier
+        cancel) is kept, and its end event (``ToolCallFinished``, ``ToolCallTimedOut``,
+        ``ToolCallCancelled``) is sent. A fast call often ends before its reader sees
+        ``ToolCallStarted``: then False means exactly that it had already finished.
         """
         await anyio.lowlevel.checkpoint()
         return self.cancel_tool_nowait(call_id, reason)

@@ -23,7 +23,8 @@ Invoke = Callable[[Any], Awaitable[Any]]  # called with the job's key
 
 
 class JobObserver(Protocol):
-    """Told when a job starts running (inside its scope) and when it has ended."""
+    """Told when a job starts running (before its body; ``Job.cancel`` works from then on)
+    and when it has ended."""
 
     async def job_started(self, job: Job) -> None: ...
 
@@ -65,7 +66,8 @@ class Job:
         return self._scope is not None and self.status is None
 
     def cancel(self, reason: str = "") -> bool:
-        """Cancel this job if it is running; False if it is not (queued or ended)."""
+        """Cancel this job if it is running (its body then never starts, if it had not
+        yet); False if it is not (queued, or ended: its result is kept) or already was."""
         if not self.running or self.cancel_reason is not None:
             return False
         assert self._scope is not None
@@ -154,11 +156,15 @@ async def run_limited(job: Job, limiters: Sequence[anyio.CapacityLimiter] = ()) 
         # The tool node finds the call's thread slot here (the task's context).
         bound = bind_slot(held[-1]) if job.threads is not None else None
         try:
-            with anyio.CancelScope(deadline=deadline) as scope:
-                job._scope = scope
-                if job.observer is not None:
-                    await job.observer.job_started(job)
-                job.result = await job.invoke(job.key)
+            scope = job._scope = anyio.CancelScope(deadline=deadline)
+            if job.observer is not None:
+                # Outside the call's scope: cancelling the call (``Job.cancel``) while the
+                # observer waits (a slow reader of the run's events) never cuts its report
+                # short, and the call then ends before its body runs.
+                await job.observer.job_started(job)
+            with scope:
+                if not scope.cancel_called:
+                    job.result = await job.invoke(job.key)
         finally:
             if bound is not None:
                 unbind_slot(bound)

@@ -45,6 +45,9 @@ from ._tracing import ToolTrace, Tracer, current
 
 DYNAMIC_TOOLS = "dynamic_tools"
 CALL_OBSERVER = "_call_observer_"
+# In a run's context: the run's resolution of an assistant message's calls (set by the
+# loop), so the hooks deciding on calls and the node running them see the same tools.
+CALL_RESOLVER = "_call_resolver_"
 RETURN_DIRECT = "return_direct"
 PENDING_UPDATES = "_pending_updates_"
 ToolResolver = Callable[[str], Tool | None]
@@ -72,6 +75,37 @@ def _positive(instance: Any, attribute: attrs.Attribute[Any], value: float) -> N
 def _at_least_one(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if value < 1:
         raise ValueError(f"{attribute.name} must be at least 1, got {value}")
+
+
+DEFAULT_TOOL_THREADS = 40  # anyio's own default thread limiter
+
+
+def thread_budget(max_tool_threads: int | None, max_parallel_tools: int) -> int:
+    """The worker threads a node may keep alive: ``max_tool_threads`` when given, else
+    ``max(40, max_parallel_tools)`` — an explicit parallelism is never undercut by an
+    implicit default."""
+    if max_tool_threads is not None:
+        return max_tool_threads
+    return max(DEFAULT_TOOL_THREADS, max_parallel_tools)
+
+
+def _threads_for_parallelism(
+    instance: Any, attribute: attrs.Attribute[Any], value: int | None
+) -> None:
+    """``max_tool_threads``: at least 1, and in parallel mode not below
+    ``max_parallel_tools`` (``ValueError`` naming both)."""
+    if value is None:
+        return
+    _at_least_one(instance, attribute, value)
+    parallel = instance.max_parallel_tools
+    if instance.parallel_tool_execution and value < parallel:
+        raise ValueError(
+            f"max_tool_threads={value} is below max_parallel_tools={parallel}: a batch of "
+            f"{parallel} sync calls could never all run at once (calls that wait for one "
+            "another would deadlock until their timeout); raise max_tool_threads, lower "
+            "max_parallel_tools, or leave max_tool_threads out (it is then "
+            f"max({DEFAULT_TOOL_THREADS}, max_parallel_tools))"
+        )
 
 
 def _call_fields(request: ToolCallRequest | None) -> dict[str, Any]:
@@ -118,6 +152,25 @@ def _return_direct(resolved: Iterable[Tool | None]) -> bool:
     return bool(found) and all(t.return_direct for t in found)
 
 
+def resolved_names(assistant: AssistantMessage, config: RunnableConfig) -> dict[str, str]:
+    """Each call of ``assistant`` (by id) → the name of the tool that will run it.
+
+    What hooks keyed by tool name (approval, call limits) must look at: the name the
+    ``Tool`` carries after resolution (the node's tools, the run's dynamic tools, then the
+    ``tool_resolver``), not the name the model wrote — a forgiving resolver that maps
+    ``send-email`` to ``send_email`` gives ``send_email``. A call no tool answers (it will
+    run nothing: answered "not available") keeps the model's name, as does every call
+    outside an agent's run (no resolution in ``config.context``).
+    """
+    resolve = config.context.get(CALL_RESOLVER)
+    found: Mapping[str, Tool | None] = resolve(assistant) if resolve is not None else {}
+    names = {}
+    for c in assistant.tool_calls:
+        tool = found.get(c.name)
+        names[c.id] = tool.name if tool is not None else c.name
+    return names
+
+
 def has_pending_updates(message: Any) -> bool:
     """Whether ``message`` is a partial answer whose calls' state updates wait to be applied."""
     return isinstance(message, ToolResponseMessage) and PENDING_UPDATES in message.metadata
@@ -126,8 +179,9 @@ def has_pending_updates(message: Any) -> bool:
 class ToolCallObserver(Protocol):
     """Told of each call of a batch as it starts and ends (the run handle is one).
 
-    ``call_started`` runs inside the call's scope, so ``job.cancel()`` from there or later
-    stops the call. ``call_ended`` gets the call's response and ``partial``, which builds
+    ``call_started`` runs before the call's body starts, and ``job.cancel()`` from there on
+    stops the call (made while ``call_started`` still waits, the body never runs) until the
+    call has ended. ``call_ended`` gets the call's response and ``partial``, which builds
     the node's update as it would be if the batch stopped now (see ``partial_update``).
     """
 
@@ -247,7 +301,11 @@ class AgentToolNode:
     Shared by every run of the node: ``tool_limiter`` (a cap on its calls in flight, if
     given) and the thread budget — at most ``max_tool_threads`` worker threads alive,
     threads abandoned by timed-out or cancelled calls included until they end
-    (``abandoned_threads``).
+    (``abandoned_threads``). Left out (``None``), the budget is ``max(40,
+    max_parallel_tools)``, so one batch's sync calls can always all run at once; in
+    parallel mode an explicit ``max_tool_threads`` below ``max_parallel_tools`` is a
+    ``ValueError``. Several runs of the node share the budget: their sync calls may queue
+    for a thread (queueing never counts against a call's timeout).
     """
 
     tools: Sequence[Tool | Callable[..., Any]] = ()
@@ -259,7 +317,9 @@ class AgentToolNode:
         kw_only=True,
         validator=attrs.validators.optional(attrs.validators.instance_of(anyio.CapacityLimiter)),
     )
-    max_tool_threads: int = attrs.field(default=40, kw_only=True, validator=_at_least_one)
+    max_tool_threads: int | None = attrs.field(
+        default=None, kw_only=True, validator=_threads_for_parallelism
+    )
     tool_execution_timeout: float = attrs.field(default=300.0, kw_only=True, validator=_positive)
     wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True)
     tool_interceptors: Sequence[ToolInterceptor] = attrs.field(default=(), kw_only=True)
@@ -296,7 +356,10 @@ class AgentToolNode:
         self.log = get_logger(agent=self.agent_name)
         # One budget for every run of the node: what bounds its worker threads.
         self._threads = ThreadBudget(
-            self.max_tool_threads, self.log, _call_fields, log_ends=self.enable_acting_log
+            thread_budget(self.max_tool_threads, self.max_parallel_tools),
+            self.log,
+            _call_fields,
+            log_ends=self.enable_acting_log,
         )
 
     @property
@@ -307,6 +370,11 @@ class AgentToolNode:
         ``check_cancelled()``); each one was logged once as ``tool_thread_abandoned``.
         """
         return self._threads.abandoned
+
+    @property
+    def tool_threads(self) -> int:
+        """The thread budget: ``max_tool_threads``, or ``max(40, max_parallel_tools)``."""
+        return self._threads.total
 
     @property
     def tool_names(self) -> list[str]:
@@ -323,14 +391,30 @@ class AgentToolNode:
         the node knows but the model was not shown is hidden and never resolved (an
         interceptor hid it, e.g. by permission); a name unknown to the node and to the
         dynamic tools still goes to the resolver, whose tools are never listed to the
-        model, so no interceptor can have hidden them. ``None`` lets every tool run.
+        model, so no interceptor can have hidden them — unless the resolver answers with
+        one of the node's or dynamic tools (under another name), which stays hidden.
+        ``None`` lets every tool run.
         """
         found = self._index.get(name) or dynamic_tools(config.context).get(name)
         if found is not None:
             return found if visible is None or name in visible else None
-        if self.tool_resolver is not None:
-            return self.tool_resolver(name)
-        return None
+        if self.tool_resolver is None:
+            return None
+        found = self.tool_resolver(name)
+        if found is None or visible is None or found.name in visible:
+            return found
+        # The resolver gave one of the node's (or the run's dynamic) tools under another
+        # name: the model was not shown it, so it stays hidden.
+        known = self._index.get(found.name) or dynamic_tools(config.context).get(found.name)
+        return None if known is not None else found
+
+    def resolve_calls(
+        self, assistant: AssistantMessage, config: RunnableConfig
+    ) -> dict[str, Tool | None]:
+        """Each call name of ``assistant`` → the tool that may run it, or ``None``
+        (``resolve``, with the tools the model was shown)."""
+        visible = assistant.visible_tools
+        return {c.name: self.resolve(c.name, config, visible) for c in assistant.tool_calls}
 
     async def __call__(
         self, state: Mapping[str, Any], config: RunnableConfig | None = None
@@ -340,9 +424,10 @@ class AgentToolNode:
         config = config if config is not None else RunnableConfig()
         assistant, previous = pending_calls(state)
         _refuse_shared_ids(assistant)
-        visible = assistant.visible_tools
-        # Each name resolved once per batch, by the one rule (see ``resolve``).
-        found = {c.name: self.resolve(c.name, config, visible) for c in assistant.tool_calls}
+        # Each name resolved once per batch, by the one rule (see ``resolve``); in a run,
+        # as the run resolved it for its hooks (approval and limits saw these tools).
+        resolve = config.context.get(CALL_RESOLVER)
+        found = resolve(assistant) if resolve is not None else self.resolve_calls(assistant, config)
         batch = _Batch(
             self,
             state,

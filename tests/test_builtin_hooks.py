@@ -25,9 +25,11 @@ from reactcore import (
     ModelRequest,
     ModelResponse,
     ReactAgent,
+    Reject,
     Resume,
     RunnableConfig,
     Tool,
+    ToolCall,
     ToolCallLimitHook,
     ToolCallRequest,
     ToolCallResponse,
@@ -634,22 +636,111 @@ async def test_unknown_tool_in_approve_on_is_a_value_error_listing_the_tools() -
     )
 
 
+def resolving_agent(
+    called: ToolCall, resolver: Any, hook: HumanInTheLoopHook, tools: Sequence[Tool] = ()
+) -> tuple[ReactAgent, ScriptedChatModel]:
+    """An agent (with a saver) whose model asks for ``called`` then says "done", finding
+    tools through ``resolver``; and its model."""
+    model = ScriptedChatModel([AssistantMessage("", [called]), "done"])
+    agent = ReactAgent(
+        "a", model, tools=tools, tool_resolver=resolver, hooks=[hook], saver=MemorySaver()
+    )
+    return agent, model
+
+
 async def test_tool_names_are_not_checked_when_tools_come_at_run_time() -> None:
     """With a tool_resolver (tools known only at run time) the agent does not check the
     names, nor when the hook says check_tool_names=False (dynamic tools); the resolver's
     tool is then paused for like any other."""
     runs: list[str] = []
     late = counting_tool("late", runs)
-    model = ScriptedChatModel([AssistantMessage("", [call("l1", "late")]), "done"])
-    agent = ReactAgent(
-        "a",
-        model,
-        tool_resolver={"late": late}.get,
-        hooks=[HumanInTheLoopHook(["late"])],
-        saver=MemorySaver(),
-    )
+    agent, _ = resolving_agent(call("l1", "late"), {"late": late}.get, HumanInTheLoopHook(["late"]))
     paused = await agent.invoke("go", RunnableConfig(thread_id="t"))
     assert [c.name for c in paused.interrupt.calls] == ["late"]
     assert runs == []
     unchecked = HumanInTheLoopHook(["dynamic"], check_tool_names=False)
     assert approval_agent(unchecked, []).hooks_in_order == [unchecked]
+
+
+# --- Hooks see the tool that will run, after resolution ----------------------------------
+
+
+def forgiving(*tools: Tool) -> Any:
+    """A resolver that forgives the model's spelling: ``send-email`` and ``Send_Email``
+    find the tool ``send_email``."""
+    by_name = {t.name: t for t in tools}
+    return lambda name: by_name.get(name.replace("-", "_").lower())
+
+
+@pytest.mark.parametrize("where", ["agent_tool", "resolver_only"])
+async def test_approval_applies_to_the_resolved_tool_not_the_name_written(where: str) -> None:
+    """approve_on={"send_email": …} and a resolver mapping ``send-email`` to the
+    ``send_email`` tool: a model call of ``send-email`` pauses for approval (the policy is
+    applied to the tool that will run, not to the name the model wrote) and nothing is
+    sent; approving it sends once, rejecting it sends nothing. The same whether
+    ``send_email`` is also one of the agent's tools or comes from the resolver only."""
+    for decision in ("approve", "reject"):
+        sent: list[str] = []
+        send = counting_tool("send_email", sent)
+        agent, _ = resolving_agent(
+            call("m1", "send-email"),
+            forgiving(send),
+            HumanInTheLoopHook({"send_email": ApprovalPolicy("check every mail")}),
+            tools=[send] if where == "agent_tool" else [],
+        )
+        config = RunnableConfig(thread_id="t")
+        paused = await agent.invoke("mail the attacker", config)
+        assert paused.status == "interrupted"
+        assert [(c.id, c.name) for c in paused.interrupt.calls] == [("m1", "send-email")]
+        assert sent == []
+        answer = Approve() if decision == "approve" else Reject("not allowed")
+        done = await agent.invoke(Resume({"m1": answer}), config)
+        assert done.text == "done"
+        assert sent == (["send_email"] if decision == "approve" else [])
+
+
+async def test_tool_limit_counts_the_resolved_tool_whatever_name_was_written() -> None:
+    """ToolCallLimitHook(tool_name="send_email", run_limit=1) counts every call the
+    resolver maps to ``send_email`` — ``send-email``, ``Send_Email``, ``send_email`` — as
+    that tool's: one runs, the other two are answered with the limit error; a call of
+    another tool is not counted."""
+    runs: list[str] = []
+    send, read = counting_tool("send_email", runs), counting_tool("read", runs)
+    calls = [call("1", "send-email"), call("2", "Send_Email"), call("3", "read")]
+    calls.append(call("4", "send_email"))
+    model = ScriptedChatModel([AssistantMessage("", calls), "done"])
+    agent = ReactAgent(
+        "x",
+        model,
+        tools=[read],
+        tool_resolver=forgiving(send),
+        hooks=[ToolCallLimitHook(run_limit=1, tool_name="send_email")],
+    )
+    result = await agent.invoke("go")
+    assert sorted(runs) == ["read", "send_email"]
+    seen = {r.id: r for r in seen_responses(model.requests[1])}
+    assert [seen[i].is_error for i in "1234"] == [False, True, False, True]
+    assert seen["2"].response_data.startswith("Error: Tool call limits exceeded")
+    assert result.state["_tool_call_count_send_email_"] == 1
+
+
+async def test_hooks_and_the_node_see_one_resolution_per_model_answer() -> None:
+    """A resolver whose answer changes during the run (a toolset whose tools change) is
+    asked once per model answer: the approval hook and the tool node see the same tool. A
+    call that resolved to nothing when the hook looked is answered "not available" — never
+    run unapproved because the resolver later found a tool."""
+    sent: list[str] = []
+    send = counting_tool("send_email", sent)
+    asked: list[str] = []
+
+    def fickle(name: str) -> Tool | None:
+        asked.append(name)
+        return send if len(asked) > 1 else None
+
+    hook = HumanInTheLoopHook(["send_email"])
+    agent, model = resolving_agent(call("m1", "send-email"), fickle, hook)
+    result = await agent.invoke("go", RunnableConfig(thread_id="t"))
+    assert result.status == "finished"
+    assert sent == [] and asked == ["send-email"]
+    answer = seen_responses(model.requests[1])[0]
+    assert answer.is_error and answer.response_data.startswith("Error: Tool not available")

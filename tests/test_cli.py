@@ -142,6 +142,23 @@ def test_bench_checks_answers_and_cleanups(quick: _QuickRun) -> None:
             assert record["cleaned_at_return"] == record["running_at_cancel"] > 0
 
 
+def test_bench_quick_shows_the_seed_timing_out_queued_calls(quick: _QuickRun) -> None:
+    """The quick run's ``mixed`` rows show what the workload exists to show: reactcore times
+    out only the calls that run past the timeout by design (1 in 5), the seed's design, whose
+    clock runs while a call waits for a pool thread, times out calls that never ran."""
+    records = [json.loads(line) for line in quick.json_path.read_text().splitlines()]
+    mixed = {
+        (r["executor"], r["backend"]): r
+        for r in records
+        if r["workload"] == "mixed" and r["skipped"] is None
+    }
+    for backend in ("asyncio", "trio"):
+        ours = mixed[("reactcore par", backend)]
+        seed = mixed[("seed baseline", backend)]
+        assert ours["answers"]["timeout"] == ours["n"] // 5
+        assert seed["answers"]["timeout"] > 2 * ours["answers"]["timeout"]
+
+
 def test_bench_plot_is_a_png(quick: _QuickRun) -> None:
     """``--plot`` writes a PNG file."""
     data = quick.plot_path.read_bytes()

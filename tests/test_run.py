@@ -280,3 +280,114 @@ async def test_errors_end_the_stream_with_run_failed() -> None:
             await run.result()
     assert isinstance(seen[-1], RunFailed)
     assert seen[-1].error is info.value
+
+
+CANCELLED = "Error: Tool execution was cancelled by the caller: on sight"
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_cancel_tool_on_tool_call_started_cancels_or_keeps_the_finished_answer(
+    kind: str,
+) -> None:
+    """100 runs at once, each with four fast parallel calls, each cancelled the moment its
+    reader sees ``ToolCallStarted``. Exactly two outcomes, per call: ``cancel_tool`` is
+    True and the call's answer is the cancellation, its end event ``ToolCallCancelled``;
+    or it is False because the call had already finished — its own answer is kept and its
+    end event is ``ToolCallFinished``. Nothing else (a False for a call that then gets
+    cancelled, a True for a call that keeps its answer, a missing end event)."""
+
+    @tool
+    async def fast_async(x: int) -> int:
+        for _ in range(1 + 2 * x):  # a few trips through the scheduler, more for later calls
+            await anyio.lowlevel.checkpoint()
+        return x
+
+    @tool
+    def fast_sync(x: int) -> int:
+        return x
+
+    name = f"fast_{kind}"
+    outcomes: dict[bool, int] = {True: 0, False: 0}
+
+    async def one(n: int) -> None:
+        calls = [(f"c{n}_{i}", name, {"x": i}) for i in range(4)]
+        model = ScriptedChatModel([asks(*calls), "done"])
+        agent = ReactAgent("a", model, tools=[fast_async, fast_sync], parallel_tool_execution=True)
+        said: dict[str, bool] = {}
+        ends: dict[str, str] = {}
+        async with agent.start("go") as run, run.events() as events:
+            async for event in events:
+                if isinstance(event, ToolCallStarted):
+                    said[event.call_id] = await run.cancel_tool(event.call_id, "on sight")
+                elif isinstance(event, ToolCallFinished | ToolCallCancelled | ToolCallTimedOut):
+                    assert event.call_id not in ends
+                    ends[event.call_id] = type(event).__name__
+            result = await run.result()
+        answers = {r.id: r for r in result.messages[2].responses}
+        for i, (call_id, _, _) in enumerate(calls):
+            answer = answers[call_id]
+            if said[call_id]:
+                assert ends[call_id] == "ToolCallCancelled"
+                assert (answer.is_error, answer.response_data) == (True, CANCELLED)
+            else:
+                assert ends[call_id] == "ToolCallFinished"
+                assert (answer.is_error, answer.response_data) == (False, str(i))
+            outcomes[said[call_id]] += 1
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for n in range(100):
+                tg.start_soon(one, n)
+    assert outcomes[True] + outcomes[False] == 400
+    print(f"cancel_tool on ToolCallStarted, {kind} tools: {outcomes}")
+
+
+async def test_cancel_tool_after_the_call_finished_is_false_and_keeps_its_answer() -> None:
+    """A reader that reads only once the run has ended sees every ``ToolCallStarted``
+    after its call finished: ``cancel_tool`` says False each time and changes nothing —
+    the answers the model got and the run's result stay the calls' own."""
+    model = ScriptedChatModel([asks(("c1", "quick", {"x": 1}), ("c2", "quick", {"x": 2})), "ok"])
+    agent = ReactAgent("a", model, tools=[quick], parallel_tool_execution=True)
+    async with agent.start("go") as run:
+        await run.wait()
+        async with run.events() as events:
+            started = [e async for e in events if isinstance(e, ToolCallStarted)]
+            said = [await run.cancel_tool(e.call_id) for e in started]
+        result = await run.result()
+    assert said == [False, False]
+    assert [r.response_data for r in result.messages[2].responses] == ["1", "2"]
+    assert result.text == "ok"
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_cancel_tool_before_the_body_starts_means_it_never_runs(kind: str) -> None:
+    """``ToolCallStarted`` is sent before the call's body starts; while a slow reader has
+    not taken it yet (a full buffer holds the run back), ``cancel_tool`` on the call is
+    True and the body never runs. The reader still gets ``ToolCallStarted``, then
+    ``ToolCallCancelled``; the model reads the cancellation."""
+    ran: list[str] = []
+
+    @tool
+    async def body_async() -> str:
+        ran.append("async")
+        return "ran"
+
+    @tool
+    def body_sync() -> str:
+        ran.append("sync")
+        return "ran"
+
+    model = ScriptedChatModel([asks(("c1", f"body_{kind}", {})), "ok"])
+    agent = ReactAgent("a", model, tools=[body_async, body_sync], max_buffered_events=1)
+    async with agent.start("go") as run, run.events() as events:
+        async for event in events:
+            if isinstance(event, ModelCallFinished):
+                break
+        await anyio.wait_all_tasks_blocked()  # the run waits to send ToolCallStarted
+        assert await run.cancel_tool("c1", "on sight")
+        seen = [type(e).__name__ async for e in events if not isinstance(e, ModelDelta)]
+        result = await run.result()
+    assert ran == []
+    assert seen[:3] == ["StateUpdated", "ToolCallStarted", "ToolCallCancelled"]
+    answer = result.messages[2].responses[0]
+    assert (answer.is_error, answer.response_data) == (True, CANCELLED)

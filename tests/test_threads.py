@@ -10,12 +10,24 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 from structlog.testing import capture_logs
 
-from reactcore import AgentToolNode, ReactAgent, ToolResponseMessage, check_cancelled, tool
+from reactcore import (
+    AgentToolNode,
+    OverAllState,
+    ReactAgent,
+    RunnableConfig,
+    ToolCall,
+    ToolResponseMessage,
+    check_cancelled,
+    tool,
+)
 from reactcore._models.scripted import ScriptedChatModel
+from reactcore._scheduler import Job
 from reactcore._threads import ThreadBudget
+from reactcore._tool_node import CALL_OBSERVER, pending_calls
 from tests.helpers import asks, call, calls_state
 from tests.helpers import response_texts as texts
 
@@ -49,22 +61,68 @@ async def wait_for(condition: Callable[[], bool]) -> None:
             await anyio.sleep(0.005)
 
 
+@attrs.define
+class _Started:
+    """A call observer that hands over each call's job as the call starts."""
+
+    jobs: dict[str, Job] = attrs.field(factory=dict)
+
+    async def call_started(self, call: ToolCall, job: Job) -> None:
+        self.jobs[call.id] = job
+
+    async def call_ended(self, *args: Any) -> None:
+        pass
+
+
+def time_out(job: Job) -> None:
+    """End ``job`` as a timeout would, now: its deadline moved to the present."""
+    assert job._scope is not None
+    job._scope.deadline = anyio.current_time()
+
+
+async def end_each_once_in_its_tool(
+    node: AgentToolNode,
+    state: OverAllState,
+    in_tool: Callable[[str], bool],
+    end: Callable[[Job], None] = time_out,
+) -> dict[str, Any]:
+    """``await node(state)``, ending each call (``end``: a timeout by default) only once
+    ``in_tool(call_id)`` says its thread is in the tool — so the call's thread is abandoned
+    however loaded the machine (a short real timeout may pass before the thread starts,
+    and the tool then never runs)."""
+    observer = _Started()
+    config = RunnableConfig(context={CALL_OBSERVER: observer})
+    update: dict[str, Any] = {}
+
+    async def run() -> None:
+        update.update(await node(state, config))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        for c in pending_calls(state)[0].tool_calls:
+            await wait_for(lambda i=c.id: i in observer.jobs and in_tool(i))
+            end(observer.jobs[c.id])
+    return update
+
+
 @pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "sequential-wrapped"])
 async def test_abandoned_threads_stay_bounded_and_queueing_never_times_out(
     parallel: bool,
 ) -> None:
-    """Four sync calls that ignore their 50 ms timeout keep their threads: the node returns
-    on time (the model reads the timeout), ``abandoned_threads`` is 4 and each thread is
-    logged once. With ``max_tool_threads=4`` the next batch (another run of the same node)
-    queues without running, longer than its own 200 ms timeout, and yet none of its calls
-    times out: once the stuck threads end, all of them run. Never more than 4 bodies at
-    once."""
+    """Four sync calls that time out while their tools run (each once its thread is in the
+    tool) and ignore it keep their threads: the node returns at once (the model reads the
+    timeout), ``abandoned_threads`` is 4 and each thread is logged once. With
+    ``max_tool_threads=4`` the next batch (another run of the same node) queues without
+    running, longer than its own 200 ms timeout, and yet none of its calls times out: once
+    the stuck threads end, all of them run. Never more than 4 bodies at once."""
     release = threading.Event()
     bodies = Bodies()
+    in_tool: set[str] = set()
 
-    @tool(timeout=0.05)
+    @tool(timeout=60)
     def stuck(i: int) -> str:
         bodies.enter("stuck")
+        in_tool.add(f"s{i}")
         try:
             release.wait(10)
             return "late"
@@ -87,8 +145,9 @@ async def test_abandoned_threads_stay_bounded_and_queueing_never_times_out(
     second: dict[str, Any] = {}
     try:
         with anyio.fail_after(5), capture_logs() as logs:
-            first = await node(calls_state(*(call(f"s{i}", "stuck", i=i) for i in range(4))))
-        assert texts(first) == ["Error: Tool execution timed out after 0.05s (tool 'stuck')"] * 4
+            asked = calls_state(*(call(f"s{i}", "stuck", i=i) for i in range(4)))
+            first = await end_each_once_in_its_tool(node, asked, in_tool.__contains__)
+        assert texts(first) == ["Error: Tool execution timed out after 60s (tool 'stuck')"] * 4
         assert node.abandoned_threads == 4
         abandoned = [e for e in logs if e["event"] == "tool_thread_abandoned"]
         assert sorted(e["call_id"] for e in abandoned) == ["s0", "s1", "s2", "s3"]  # once each
@@ -104,7 +163,9 @@ async def test_abandoned_threads_stay_bounded_and_queueing_never_times_out(
             assert bodies.started == ["stuck"] * 4  # no quick call has run
             release.set()
         assert texts(second) == ["ok"] * 4
-        assert node.abandoned_threads == 0  # every slot came back from an ended thread
+        # Every slot comes back from an ended thread (the second batch may have run through
+        # the first two freed slots, before the last stuck threads told the loop they ended).
+        await wait_for(lambda: node.abandoned_threads == 0 and node._threads.in_use == 0)
         assert bodies.most <= 4
     finally:
         release.set()
@@ -112,35 +173,58 @@ async def test_abandoned_threads_stay_bounded_and_queueing_never_times_out(
             await wait_for(lambda: bodies.running == 0 and node.abandoned_threads == 0)
 
 
-async def test_abandoned_thread_ends_at_its_next_check_cancelled() -> None:
-    """A timed-out sync tool that calls ``check_cancelled()`` in its loop is abandoned, then
-    stops at its next check: the count goes back to 0 and, with the acting log, the end is
-    logged."""
-    stop = threading.Event()
-    ended = threading.Event()
+@pytest.mark.parametrize("how", ["timed_out", "cancelled"])
+async def test_abandoned_thread_ends_at_its_next_check_cancelled(how: str) -> None:
+    """A sync tool whose call times out (or is cancelled) while its thread runs is
+    abandoned: the node returns at once with ``abandoned_threads == 1``; then the tool stops
+    at its next ``check_cancelled()`` (the code after it never runs), the count goes back
+    to 0 and, with the acting log, the end is logged.
 
-    @tool(timeout=0.05)
+    Synchronised on events, not on timing: the call ends only once its thread is in the
+    tool, and the tool reaches its check only once the test has seen the count."""
+    entered = threading.Event()
+    go_on = threading.Event()  # let the abandoned thread reach its check
+    ended = threading.Event()
+    ran_past_check = threading.Event()
+
+    @tool(timeout=60)
     def polling() -> str:
+        entered.set()
         try:
-            while not stop.wait(0.005):
-                check_cancelled()
-            return "stopped from outside"
+            go_on.wait(10)
+            check_cancelled()
+            ran_past_check.set()
+            return "not stopped"
         finally:
             ended.set()
 
     node = AgentToolNode([polling], wrap_sync_tools_as_async=True, enable_acting_log=True)
+    expected = {
+        "timed_out": "Error: Tool execution timed out after 60s (tool 'polling')",
+        "cancelled": "Error: Tool execution was cancelled by the caller: enough",
+    }
+
+    def cancel(job: Job) -> None:
+        assert job.cancel("enough")
+
     try:
-        with capture_logs() as logs:
-            with anyio.fail_after(5):
-                update = await node(calls_state(call("p", "polling")))
-            assert texts(update) == ["Error: Tool execution timed out after 0.05s (tool 'polling')"]
+        with capture_logs() as logs, anyio.fail_after(10):
+            update = await end_each_once_in_its_tool(
+                node,
+                calls_state(call("p", "polling")),
+                lambda _: entered.is_set(),
+                time_out if how == "timed_out" else cancel,
+            )
+            assert texts(update) == [expected[how]]
             assert node.abandoned_threads == 1
+            go_on.set()
             await wait_for(lambda: node.abandoned_threads == 0)
-        assert ended.is_set() and not stop.is_set()
+        assert ended.is_set() and not ran_past_check.is_set()
         ends = [(e["event"], e["call_id"]) for e in logs if e["event"].startswith("tool_thread")]
         assert ends == [("tool_thread_abandoned", "p"), ("tool_thread_ended", "p")]
+        assert node._threads.in_use == 0
     finally:
-        stop.set()
+        go_on.set()
         ended.wait(5)
 
 
@@ -152,7 +236,9 @@ async def test_thread_that_ends_before_its_call_is_not_abandoned() -> None:
     def fine(i: int) -> int:
         return i * 2
 
-    node = AgentToolNode([fine], parallel_tool_execution=True, max_tool_threads=1)
+    node = AgentToolNode(
+        [fine], parallel_tool_execution=True, max_parallel_tools=1, max_tool_threads=1
+    )
     with capture_logs() as logs:
         update = await node(calls_state(*(call(str(i), "fine", i=i) for i in range(6))))
     assert texts(update) == ["0", "2", "4", "6", "8", "10"]
@@ -225,9 +311,11 @@ def test_thread_that_outlives_its_event_loop_gives_its_slot_back(backend: str) -
     abandoned in the first that ends after that loop has closed no longer counts, and the
     next loop's call gets the one-thread budget and runs."""
     release = threading.Event()
+    entered = threading.Event()
 
-    @tool(timeout=0.05)
+    @tool(timeout=60)
     def stuck() -> str:
+        entered.set()
         release.wait(10)
         return "late"
 
@@ -239,11 +327,14 @@ def test_thread_that_outlives_its_event_loop_gives_its_slot_back(backend: str) -
 
     async def ask(name: str) -> dict[str, Any]:
         with anyio.fail_after(5):
+            if name == "stuck":  # times out once its thread is in the tool
+                asked = calls_state(call(name, name))
+                return await end_each_once_in_its_tool(node, asked, lambda _: entered.is_set())
             return await node(calls_state(call(name, name)))
 
     try:
         first = anyio.run(ask, "stuck", backend=backend)
-        assert texts(first) == ["Error: Tool execution timed out after 0.05s (tool 'stuck')"]
+        assert texts(first) == ["Error: Tool execution timed out after 60s (tool 'stuck')"]
         assert node.abandoned_threads == 1
         release.set()
         deadline = time.monotonic() + 5
@@ -254,3 +345,52 @@ def test_thread_that_outlives_its_event_loop_gives_its_slot_back(backend: str) -
         assert node._threads.in_use == 0
     finally:
         release.set()
+
+
+async def test_default_thread_budget_never_undercuts_max_parallel_tools() -> None:
+    """``max_parallel_tools=50`` without ``max_tool_threads``: the budget is 50 threads, not
+    anyio's 40, so 50 sync calls that must all meet (a barrier) run at once — in a node and
+    in an agent (whose budget is shared by its runs). Below 40 the default stays 40."""
+    k = 50
+    barrier = threading.Barrier(k, timeout=20)
+
+    @tool
+    def meet(i: int) -> int:
+        barrier.wait()  # BrokenBarrierError (an error answer) unless all k run at once
+        return i
+
+    node = AgentToolNode([meet], parallel_tool_execution=True, max_parallel_tools=k)
+    assert (node.max_tool_threads, node.tool_threads) == (None, k)
+    with anyio.fail_after(30):
+        update = await node(calls_state(*(call(str(i), "meet", i=i) for i in range(k))))
+    assert texts(update) == [str(i) for i in range(k)]
+
+    model = ScriptedChatModel([asks(*((str(i), "meet", {"i": i}) for i in range(k))), "met"])
+    agent = ReactAgent("a", model, tools=[meet], parallel_tool_execution=True, max_parallel_tools=k)
+    assert agent.tool_node is not None and agent.tool_node.tool_threads == k
+    with anyio.fail_after(30):
+        result = await agent.invoke("go")
+    answers = next(m for m in result.messages if isinstance(m, ToolResponseMessage))
+    assert [r.response_data for r in answers.responses] == [str(i) for i in range(k)]
+    assert AgentToolNode([meet], max_parallel_tools=5).tool_threads == 40
+
+
+@pytest.mark.parametrize("make", ["node", "agent"])
+def test_explicit_thread_budget_below_max_parallel_tools_is_refused(make: str) -> None:
+    """In parallel mode an explicit ``max_tool_threads`` below ``max_parallel_tools`` is a
+    ``ValueError`` at construction naming both; equal is fine, and in sequential mode
+    (where ``max_parallel_tools`` bounds nothing) a smaller budget is allowed."""
+
+    @tool
+    def noop() -> None:
+        return None
+
+    def build(**options: Any) -> Any:
+        if make == "node":
+            return AgentToolNode([noop], **options)
+        return ReactAgent("a", ScriptedChatModel([]), tools=[noop], **options)
+
+    with pytest.raises(ValueError, match=r"max_tool_threads=10 is below max_parallel_tools=50"):
+        build(parallel_tool_execution=True, max_parallel_tools=50, max_tool_threads=10)
+    assert build(parallel_tool_execution=True, max_parallel_tools=8, max_tool_threads=8)
+    assert build(max_parallel_tools=50, max_tool_threads=1)  # sequential

@@ -369,3 +369,36 @@ def test_the_record_round_trips_through_a_checkpoint_and_old_layout_is_kept() ->
     assert loaded[1].visible_tools == ("a", "b")
     assert loaded[2].visible_tools is None
     assert loaded == [UserMessage("go"), recorded, plain]
+
+
+async def test_resolver_cannot_unhide_a_hidden_tool_under_another_name() -> None:
+    """A forgiving ``tool_resolver`` that maps ``Delete-All`` to the node's ``delete_all``
+    tool does not bring back a tool hidden from the model: the call is answered "not
+    available" and nothing runs. A resolver's own tool (unknown to the node) still runs."""
+    ledger = Ledger()
+    search, delete_all = ledger.make_tools()
+
+    @tool
+    async def archive() -> str:
+        """Archive the documents."""
+        ledger.tools.append("archive")
+        return "archived"
+
+    by_name = {"delete_all": delete_all, "archive": archive}
+    node = AgentToolNode(
+        [search, delete_all],
+        tool_resolver=lambda name: by_name.get(name.replace("-", "_").lower()),
+        tool_interceptors=[ledger],
+    )
+    asked = AssistantMessage(
+        "", [call("d1", "Delete-All"), call("a1", "Archive")], visible_tools=("search",)
+    )
+    update = await node(OverAllState({"messages": [UserMessage("go"), asked]}))
+    message = update["messages"][-1]
+    assert isinstance(message, ToolResponseMessage)
+    texts = [(r.is_error, r.response_data) for r in message.responses]
+    assert texts == [
+        (True, "Error: Tool not available: Delete-All. Available tools: search"),
+        (False, "archived"),
+    ]
+    assert ledger.tools == ["archive"] and ledger.intercepted == ["Archive"]

@@ -193,7 +193,7 @@ WORKLOADS: Mapping[str, Workload] = {
             "3 async + 3 sync tools of L, 2 past the timeout (3L), 2 raising, per 10",
             ("io", "io", "io", "blocking", "blocking", "blocking", "slow", "slow", "boom", "boom"),
             (10, 100),
-            (10,),
+            (40,),
             timeout_factor=3.0,
         ),
         Workload(

@@ -10,6 +10,7 @@ import attrs
 from .._config import RunnableConfig
 from .._loop import APPROVED, unanswered
 from .._state import OverAllState
+from .._tool_node import pending_calls, resolved_names
 
 
 @attrs.frozen
@@ -54,11 +55,14 @@ class HumanInTheLoopHook:
     ``"interrupted"`` and the calls waiting (``RunInterrupted``; ``AgentResult.interrupt``).
 
     ``approve_on`` is a list of tool names (each with the default ``ApprovalPolicy``) or a
-    map ``{name: ApprovalPolicy(...) | True | False}``. The agent checks the names against
-    its tools at construction (``check_tools``): a name it has no tool for is a
-    ``ValueError``. Tools that only arrive at run time (a ``tool_resolver``; dynamic tools
-    an interceptor adds) cannot be checked then: with a resolver the agent skips the
-    check, and ``check_tool_names=False`` skips it for dynamic tools.
+    map ``{name: ApprovalPolicy(...) | True | False}``. A call is matched by the tool that
+    will run it, after resolution: with a ``tool_resolver`` that maps ``send-email`` to
+    the ``send_email`` tool, a call of ``send-email`` waits like one of ``send_email``.
+    The agent checks the names against its tools at construction (``check_tools``): a
+    name it has no tool for is a ``ValueError``. Tools that only arrive at run time (a
+    ``tool_resolver``; dynamic tools an interceptor adds) cannot be checked then: with a
+    resolver the agent skips the check, and ``check_tool_names=False`` skips it for
+    dynamic tools.
 
     The caller resumes with ``agent.invoke(Resume({call_id: Approve() | Edit(arguments) |
     Reject(message)}), config)``. Calls of the batch that need no approval run once, with
@@ -82,8 +86,12 @@ class HumanInTheLoopHook:
             )
 
     async def before_tools(self, state: OverAllState, config: RunnableConfig) -> Any:
+        """Pause for the calls whose tool — the one that will run, after the resolver, not
+        the name the model wrote — is in ``approve_on`` and not yet approved."""
+        calls = unanswered(state)
+        if not calls:
+            return None
         approved = set(state.get(APPROVED) or ())
-        waiting = [
-            c for c in unanswered(state) if c.name in self.approve_on and c.id not in approved
-        ]
+        names = resolved_names(pending_calls(state)[0], config)
+        waiting = [c for c in calls if names[c.id] in self.approve_on and c.id not in approved]
         return {"interrupt": waiting} if waiting else None

@@ -11,7 +11,7 @@ from .._config import RunnableConfig
 from .._exceptions import CallLimitExceeded
 from .._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
 from .._state import MESSAGES, OverAllState, Remove
-from .._tool_node import pending_calls
+from .._tool_node import pending_calls, resolved_names
 from ._limits import Counter, exceeded, exit_field, limit_field
 
 
@@ -34,7 +34,9 @@ def _answer(
 @attrs.frozen
 class ToolCallLimitHook:
     """Checks the calls of each model answer against ``thread_limit`` / ``run_limit``,
-    counting calls of ``tool_name`` (or of every tool when ``None``).
+    counting calls of ``tool_name`` (or of every tool when ``None``) — of the tool that will
+    run, after resolution, whatever name the model wrote (a ``tool_resolver`` may map
+    several names to one tool).
 
     Calls past the limit are answered with an error response and never run:
     ``exit_behavior="continue"`` (default) lets the model go on with the others' results;
@@ -85,7 +87,8 @@ class ToolCallLimitHook:
             return None  # no tool calls in the model's answer
         answered = {r.id for r in partial.responses} if partial is not None else set()
         open_calls = [c for c in assistant.tool_calls if c.id not in answered]
-        counted = [c for c in open_calls if self.tool_name in (None, c.name)]
+        names = resolved_names(assistant, config) if self.tool_name is not None else {}
+        counted = [c for c in open_calls if self.tool_name in (None, names.get(c.id))]
         thread, run = self._count.thread(state), self._count.run(config)
         allowed = 0
         while allowed < len(counted) and not exceeded(
