@@ -17,10 +17,10 @@ The recipe, for any ASGI app:
   them back with ``reactcore.event_from_json``.
 - However the response ends (the client left, the server stopped), the run's event
   stream is closed, so the run never waits for a reader that is gone.
-- ``run.cancel_tool(call_id, reason)`` cancels one call (the model is told why); it
-  answers ``{"cancelled": false}`` when the call had already finished (its answer kept),
-  is still queued, or is unknown;
-  ``run.cancel()`` cancels the run (its stream ends with ``run_failed``).
+- ``await run.cancel_tool(call_id, reason)`` cancels one call (the model is told why);
+  it answers ``{"cancelled": false}`` when the call had already finished (its answer
+  kept), is still queued, or is unknown;
+  ``await run.cancel()`` cancels the run (its stream ends with ``run_failed``).
 
 Only anyio is used, so the same app runs on trio too (see ``trio_service.py``). Needs the
 ``examples`` extra (``pip install -e '.[examples]'``).
@@ -251,15 +251,13 @@ async def run_events(request: Request) -> Response:
 
 async def cancel_tool(request: Request) -> Response:
     reason = request.query_params.get("reason", "cancelled through the API")
-    cancelled = _record(request).run.cancel_tool(request.path_params["call_id"], reason)
+    cancelled = await _record(request).run.cancel_tool(request.path_params["call_id"], reason)
     return JSONResponse({"cancelled": cancelled})
 
 
 async def cancel_run(request: Request) -> Response:
-    run = _record(request).run
-    running = not run.done
-    run.cancel()
-    return JSONResponse({"cancelled": running})
+    cancelled = await _record(request).run.cancel()
+    return JSONResponse({"cancelled": cancelled})
 
 
 async def _error_json(request: Request, exc: Exception) -> Response:

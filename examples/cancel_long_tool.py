@@ -76,7 +76,7 @@ async def main() -> None:
                 slow_call = event.call_id
             elif isinstance(event, ToolCallFinished) and slow_call is not None:
                 # The quick call is done: stop waiting for the slow one, by its call id.
-                cancelled = run.cancel_tool(slow_call, "the report is not needed")
+                cancelled = await run.cancel_tool(slow_call, "the report is not needed")
                 print(f"  (cancel_tool({slow_call!r}) -> {cancelled})")
         result = await run.result()
     print(f"answer: {result.text}")

@@ -132,7 +132,7 @@ async def crash_midway(agent: ReactAgent, thread_id: str) -> None:
             async for event in events:
                 if isinstance(event, ToolCallFinished):
                     break
-        run.cancel()
+        await run.cancel()
         with suppress(RunCancelled):
             await run.result()
 
@@ -150,7 +150,7 @@ async def demo(saver: LeasingSaver) -> Recovery:
                 if isinstance(event, ToolCallFinished):
                     break  # order-4 is alive, waiting for its slow call
         recovery = await recover(replica_b, saver)
-        live.cancel()
+        await live.cancel()
     return recovery
 
 

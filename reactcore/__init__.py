@@ -47,6 +47,9 @@ from ._exceptions import RunCancelled as RunCancelled
 from ._exceptions import ThreadBusy as ThreadBusy
 from ._exceptions import ToolArgumentError as ToolArgumentError
 from ._exceptions import ToolExecutionError as ToolExecutionError
+from ._handle import EventSource as EventSource
+from ._handle import RunHandle as RunHandle
+from ._handle import RunStatus as RunStatus
 from ._hooks import Hook as Hook
 from ._interceptors import ModelHandler as ModelHandler
 from ._interceptors import ModelInterceptor as ModelInterceptor
@@ -123,6 +126,7 @@ __all__ = [
     "DefaultToolExceptionProcessor",
     "Edit",
     "Event",
+    "EventSource",
     "EventStream",
     "FilePart",
     "Hook",
@@ -164,7 +168,9 @@ __all__ = [
     "RunCancelled",
     "RunFailed",
     "RunFinished",
+    "RunHandle",
     "RunInterrupted",
+    "RunStatus",
     "RunnableConfig",
     "Saver",
     "SqliteSaver",

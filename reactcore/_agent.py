@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import attrs
+import sniffio
 
 from ._approval import Interrupt, Resume
 from ._checkpoint import Saver, claim_thread, request_cancel
@@ -27,7 +28,14 @@ from ._hooks import Hook, order_hooks
 from ._interceptors import ModelInterceptor, ToolInterceptor
 from ._llm_node import AgentLlmNode
 from ._logging import get_logger
-from ._loop import AgentInput, Loop, final_text, returned_direct, starting_point
+from ._loop import (
+    AgentInput,
+    Loop,
+    apply_decisions,
+    final_text,
+    returned_direct,
+    starting_point,
+)
 from ._messages import AssistantMessage
 from ._models.base import LENGTH, ChatModel
 from ._output import OUTPUT_MODES, OutputMode, final_answer_tool, parse_output, response_format
@@ -245,6 +253,37 @@ class ReactAgent:
         async with self.start(input, config) as run:
             return await run.result()
 
+    def invoke_sync(
+        self,
+        input: AgentInput | Resume | None,
+        config: RunnableConfig | None = None,
+        *,
+        backend: str = "asyncio",
+        backend_options: dict[str, Any] | None = None,
+    ) -> AgentResult:
+        """``invoke`` from synchronous code (scripts, notebooks' plain cells, tests):
+        runs it in a new event loop of ``backend`` (``"asyncio"`` or ``"trio"``) through
+        ``anyio.run`` and returns its ``AgentResult``; errors are raised as themselves.
+
+        ``RuntimeError`` when called where an event loop already runs (an async function,
+        a Jupyter cell): ``await agent.invoke(...)`` there. A sync tool's worker thread has
+        no running loop, so it may call this.
+        """
+        try:
+            running = sniffio.current_async_library()
+        except sniffio.AsyncLibraryNotFoundError:
+            running = None
+        if running is not None:
+            raise RuntimeError(
+                f"invoke_sync() cannot run inside a running event loop ({running}): "
+                "use `await agent.invoke(...)` there"
+            )
+        return anyio.run(
+            functools.partial(self.invoke, input, config),
+            backend=backend,
+            backend_options=backend_options,
+        )
+
     @asynccontextmanager
     async def start(
         self, input: AgentInput | Resume | None, config: RunnableConfig | None = None
@@ -252,26 +291,45 @@ class ReactAgent:
         """Start a run in a task group this context owns, and give its handle.
 
         Leaving the block before the run ended cancels the run; nothing it started keeps
-        running after the block. With a saver and a ``thread_id``, the run owns the thread
+        running after the block. A run paused for approval is resumed in the block with
+        ``await run.resume(Resume(...))``: the next leg runs in the same task group.
+        With a saver and a ``thread_id``, the run owns the thread
         until it ends: entering raises ``ThreadBusy`` when another live run owns it (at
         once, or after ``config.wait_for_thread`` seconds).
         """
-        config = config if config is not None else RunnableConfig()
-        # Each run works in its own copy of the context: run-scoped entries (counters,
-        # dynamic tools, listeners) never leak into the caller's dict or the next run.
-        config = attrs.evolve(config, context=dict(config.context))
+        given = config if config is not None else RunnableConfig()
+
+        def own_copy() -> RunnableConfig:
+            # Each run (and each leg after a pause) works in its own copy of the context:
+            # run-scoped entries (counters, dynamic tools, listeners) never leak into the
+            # caller's dict or the next run.
+            return attrs.evolve(given, context=dict(given.context))
+
+        config = own_copy()
         run_id = uuid.uuid4().hex[:12]
         run = AgentRun(run_id, config.thread_id, self.max_buffered_events)
         failure: BaseException | None = None
         tracer = self._tracer or ambient()
         drive = self._drive if tracer is None else functools.partial(self._traced, tracer)
         async with anyio.create_task_group() as tg:
+
+            async def restart(decisions: Resume) -> None:
+                paused = run._result
+                assert paused is not None and paused.interrupt is not None
+                leg = own_copy()
+                # Checked first, as Temporal's resume validator does: a bad decision is a
+                # ValueError here and the run stays paused.
+                apply_decisions(self, paused.state, paused.interrupt.calls, decisions, leg)
+                run.next_leg()
+                await tg.start(drive, run, decisions, leg)
+
             try:
                 # The run owns its thread from here (ThreadBusy if another live run does).
                 await tg.start(drive, run, input, config)
             except Exception as exc:
                 failure = exc
             else:
+                run._restart = restart
                 try:
                     yield run
                 except (anyio.get_cancelled_exc_class(), GeneratorExit):
@@ -280,8 +338,9 @@ class ReactAgent:
                     # Raised after the group, so the caller gets it as itself, not in a group.
                     failure = exc
                 finally:
+                    run._restart = None
                     if not run.done:
-                        run.cancel()
+                        run.cancel_nowait()
         if failure is None:
             # KeyboardInterrupt, SystemExit … never stay inside a run nobody asked about.
             failure = run.unraised_fatal_error
@@ -315,12 +374,16 @@ class ReactAgent:
         """The run's claim on its thread (none without a saver or a thread id)."""
         if self.saver is None or config.thread_id is None:
             return nullcontext()
+
+        def stop() -> None:  # asked from elsewhere (cancel_thread): the run ends as cancelled
+            run.cancel_nowait()
+
         return claim_thread(
             self.saver,
             config.thread_id,
             owner=run.run_id,
             wait=config.wait_for_thread,
-            on_cancel=run.cancel,
+            on_cancel=stop,
         )
 
     async def _drive(

@@ -239,7 +239,11 @@ class AgentLlmNode:
             log.info("model_call_started", iteration=iteration, messages=len(request.messages))
         tracer = current.get()
         sent = _Sent()
-        token = _SENT.set(sent)
+        # Restored by value, not with a token: a run left unfinished in a Temporal worker's
+        # cache is closed by the garbage collector, in another context, where a token of
+        # this one is refused (ValueError) and would escape from the closing coroutine.
+        previous = _SENT.get()
+        _SENT.set(sent)
         try:
             if tracer is None:
                 response = await self._handler(request)
@@ -251,7 +255,7 @@ class AgentLlmNode:
             log.warning("model_call_failed", iteration=iteration, error=type(exc).__name__)
             response = ModelResponse(AssistantMessage(f"Exception: {exc}"))
         finally:
-            _SENT.reset(token)
+            _SENT.set(previous)
         response = attrs.evolve(response, message=self._entering(response.message, request, sent))
         if self.enable_reasoning_log:
             log.info(

@@ -1,5 +1,6 @@
-"""``AgentRun``: the handle on a live run — its events, cancelling one tool call or the
-whole run, and its result.
+"""``AgentRun``: the handle on a live run in process — its events, cancelling one tool call
+or the whole run, resuming it after a pause, and its result. It implements ``RunHandle``
+(see ``_handle``), the protocol it shares with ``reactcore.temporal.TemporalRun``.
 
 Events policy (bounded memory, and a run never stuck on an event nobody reads):
 
@@ -10,21 +11,26 @@ Events policy (bounded memory, and a run never stuck on an event nobody reads):
   (counted in ``run.dropped_events``): a caller that never reads never blocks the run.
 - When the reader stops listening (closes the stream, or leaves ``async with
   run.events()``), later events are dropped.
+- A run resumed after a pause (``await run.resume(...)``) starts a new leg with a new
+  buffer: ``run.events()`` may then be called again, for the leg's events.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ._approval import Resume
 from ._events import TERMINAL, Event
 from ._exceptions import RunCancelled
+from ._handle import RunStatus
 from ._result import AgentResult
 from ._scheduler import Job
 
@@ -71,7 +77,10 @@ class EventStream:
 
 @attrs.define(eq=False)
 class AgentRun:
-    """A run in progress, made by ``agent.start(...)``; see the module docstring."""
+    """A run in progress, made by ``agent.start(...)``: a ``RunHandle`` (see ``_handle``)
+    and the module docstring. Besides the protocol's async members it has synchronous
+    ones for code without a checkpoint to spare: ``status_nowait``, ``cancel_tool_nowait``,
+    ``cancel_nowait``, and ``done``."""
 
     run_id: str
     thread_id: str | None
@@ -88,10 +97,15 @@ class AgentRun:
     _inflight: dict[str, Job] = attrs.field(factory=dict, init=False)
     _state: Any = attrs.field(default=None, init=False)
     _state_later: Callable[[], Any] | None = attrs.field(default=None, init=False)
+    # Set by ``agent.start`` while its block is open: starts the next leg after a pause.
+    _restart: Callable[[Resume], Awaitable[None]] | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         if self.max_buffered_events < 1:
             raise ValueError("max_buffered_events must be at least 1")
+        self._open_stream()
+
+    def _open_stream(self) -> None:
         self._send, self._receive = anyio.create_memory_object_stream[Event](
             self.max_buffered_events
         )
@@ -99,13 +113,13 @@ class AgentRun:
     # --- for the caller -----------------------------------------------------------------
 
     def events(self) -> EventStream:
-        """The run's events, from the first; one reader per run."""
+        """The events of the run's current leg, from the first; one reader per leg."""
         if self._reader is not _Reader.NONE:
             raise RuntimeError("this run's events already have a reader")
         self._reader = _Reader.ATTACHED
         return EventStream(self._receive, self)
 
-    def cancel_tool(self, call_id: str, reason: str | None = None) -> bool:
+    async def cancel_tool(self, call_id: str, reason: str | None = None) -> bool:
         """Cancel the running tool call ``call_id``; the model is told, and the run goes on.
 
         From the moment the call's ``ToolCallStarted`` is sent (before its body starts)
@@ -120,21 +134,58 @@ class AgentRun:
         ``ToolCallCancelled``) is sent. A fast call often ends before its reader sees
         ``ToolCallStarted``: then False means exactly that it had already finished.
         """
+        await anyio.lowlevel.checkpoint()
+        return self.cancel_tool_nowait(call_id, reason)
+
+    def cancel_tool_nowait(self, call_id: str, reason: str | None = None) -> bool:
+        """``cancel_tool`` without a checkpoint (from synchronous code of the run's loop)."""
         job = self._inflight.get(call_id)
         return job is not None and job.cancel(reason or "")
 
-    def cancel(self) -> None:
-        """Cancel the whole run; ``result()`` then raises ``RunCancelled``."""
+    async def cancel(self) -> bool:
+        """Cancel the whole run; ``result()`` then raises ``RunCancelled``. True if the run
+        was live and is now being cancelled, False if it had ended or was being cancelled."""
+        await anyio.lowlevel.checkpoint()
+        return self.cancel_nowait()
+
+    def cancel_nowait(self) -> bool:
+        """``cancel`` without a checkpoint (from synchronous code, callbacks)."""
+        if self.done or self._scope.cancel_called:
+            return False
         self._scope.cancel()
+        return True
+
+    async def resume(self, decisions: Resume) -> None:
+        """Answer the run's pause for approval; the run goes on under this handle
+        (``events()`` again for the new leg, ``result()`` for its end).
+
+        ``ValueError`` if the run is not paused or the decisions do not fit; nothing
+        changes then. Only inside the ``async with agent.start(...)`` block that made the
+        run (its task group runs the new leg); elsewhere resume the thread with
+        ``agent.invoke(Resume(...), config)``.
+        """
+        if self.status_nowait() != "interrupted":
+            raise ValueError("nothing to approve: the run is not waiting for approval")
+        if self._restart is None:
+            raise RuntimeError(
+                "run.resume() works inside the `async with agent.start(...)` block that "
+                "made the run; after it, use agent.invoke(Resume(...), config)"
+            )
+        await self._restart(decisions)
 
     @property
     def done(self) -> bool:
-        """Whether the run has ended (finished, failed, cancelled or interrupted)."""
+        """Whether the run's current leg has ended (finished, failed, cancelled or
+        interrupted)."""
         return self._done.is_set()
 
-    @property
-    def status(self) -> str:
+    async def status(self) -> RunStatus:
         """``"running"``; then ``"finished"``, ``"interrupted"``, ``"cancelled"``, ``"failed"``."""
+        await anyio.lowlevel.checkpoint()
+        return self.status_nowait()
+
+    def status_nowait(self) -> RunStatus:
+        """``status`` without a checkpoint."""
         if not self.done:
             return "running"
         if self._result is not None:
@@ -142,11 +193,12 @@ class AgentRun:
         return "cancelled" if isinstance(self._error, RunCancelled) else "failed"
 
     async def wait(self) -> None:
-        """Wait for the run's end, whatever it is, without raising its error."""
+        """Wait for the leg's end, whatever it is, without raising its error."""
         await self._done.wait()
 
     async def result(self) -> AgentResult:
-        """Wait for the run's end: its result, or the error that ended it, raised as itself."""
+        """Wait for the leg's end: its result (status ``"finished"`` or ``"interrupted"``),
+        or the error that ended it, raised as itself."""
         await self._done.wait()
         if self._error is not None:
             self._error_raised = True
@@ -235,3 +287,15 @@ class AgentRun:
     def scope(self) -> anyio.CancelScope:
         """The cancel scope the run's loop runs in."""
         return self._scope
+
+    def next_leg(self) -> None:
+        """Make the handle live again for the leg after a pause: a new scope, buffer and
+        outcome (the run id and the dropped-events count are kept)."""
+        assert self.done, "a leg starts only after the previous one ended"
+        self._open_stream()
+        self._reader = _Reader.NONE
+        self._scope = anyio.CancelScope()
+        self._done = anyio.Event()
+        self._result = self._error = None
+        self._error_raised = False
+        self._inflight.clear()

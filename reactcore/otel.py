@@ -216,7 +216,7 @@ class _RunTrace:
     span: Span
 
     def ended(self, run: AgentRun, result: AgentResult | None, error: BaseException | None) -> None:
-        status = run.status
+        status = run.status_nowait()
         self.span.set_attribute(RUN_STATUS, status)
         state = result.state if result is not None else run.state
         usage = state.get(TOKEN_USAGE) if state is not None else None

@@ -226,7 +226,7 @@ async def test_cancelling_a_run_mid_stream_leaves_no_open_connection(servers: An
         async with ReactAgent("a", model).start("go") as run, run.events() as events:
             async for event in events:
                 if isinstance(event, ModelDelta):
-                    run.cancel()
+                    await run.cancel()
             with pytest.raises(RunCancelled):
                 await run.result()
         pool = client._transport._pool  # type: ignore[attr-defined]

@@ -98,7 +98,7 @@ async def test_run_with_a_base_exception_is_failed_not_cancelled(
         async with agent.start("go") as run:
             async with run.events() as events:
                 seen = [event async for event in events]
-            assert run.status == "failed"
+            assert await run.status() == "failed"
             assert isinstance(seen[-1], RunFailed) and seen[-1].error is error
             with pytest.raises(kind) as raised:
                 await run.result()
@@ -115,7 +115,7 @@ async def test_start_raises_a_base_exception_nobody_asked_for() -> None:
     async def wait_only() -> None:
         async with agent.start("go") as run:
             await run.wait()
-            statuses.append(run.status)
+            statuses.append(await run.status())
 
     with anyio.fail_after(5), pytest.raises(KeyboardInterrupt) as raised:
         await wait_only()
@@ -149,6 +149,6 @@ async def test_cancellation_from_outside_is_still_cancelled() -> None:
             await started.wait()
             tg.cancel_scope.cancel()
     run = handle[0]
-    assert run.status == "cancelled"
+    assert await run.status() == "cancelled"
     with pytest.raises(RunCancelled, match="the run was cancelled from outside"):
         await run.result()

@@ -284,7 +284,7 @@ async def test_cancel_tool_cancels_the_call_on_the_server(
         before = len(records(server_log, event="cancel_notification"))
         async with agent.start("go") as run:
             started = await logged(server_log, event="started", tag=mark)
-            assert run.cancel_tool("c1", "enough")
+            assert await run.cancel_tool("c1", "enough")
             result = await run.result()
         await logged(server_log, event="handler_cancelled", tag=mark)
         cancel = await logged(server_log, before + 1, event="cancel_notification")

@@ -141,7 +141,7 @@ async def run_batch_of_three(agent: ReactAgent) -> None:
         async with run.events() as events:
             async for event in events:
                 if isinstance(event, ToolCallStarted) and event.call_id == "c_slow":
-                    assert run.cancel_tool("c_slow", "the user moved on")
+                    assert await run.cancel_tool("c_slow", "the user moved on")
         await run.result()
 
 
@@ -406,7 +406,7 @@ async def test_run_cancelled_mid_batch_leaves_no_span_open(traces: Traces, paral
             async for event in events:
                 if isinstance(event, ToolCallStarted):
                     await anyio.wait_all_tasks_blocked()
-                    run.cancel()
+                    await run.cancel()
         with pytest.raises(RunCancelled):
             await run.result()
         assert trace.get_current_span() is request_span

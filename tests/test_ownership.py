@@ -134,7 +134,7 @@ async def test_the_claim_is_released_after_a_cancel(saver: LeasingSaver) -> None
     config = RunnableConfig(thread_id="t")
     async with agent.start("hi", config) as run:
         await gate.entered.wait()
-        run.cancel()
+        await run.cancel()
         with pytest.raises(RunCancelled):
             await run.result()
     with anyio.fail_after(10):
@@ -202,7 +202,7 @@ async def test_wait_for_thread_gives_up_after_its_delay(saver: LeasingSaver) -> 
         with pytest.raises(ThreadBusy, match="thread 't' is busy"):
             await agent.invoke("second", RunnableConfig(thread_id="t", wait_for_thread=0.2))
         assert anyio.current_time() - started >= 0.2
-        run.cancel()
+        await run.cancel()
 
 
 async def test_runs_on_other_threads_or_without_a_thread_do_not_wait(
@@ -218,7 +218,7 @@ async def test_runs_on_other_threads_or_without_a_thread_do_not_wait(
         async with anyio.create_task_group() as tg:
             tg.start_soon(agent.invoke, "y")
             tg.start_soon(agent.invoke, "z")
-        run.cancel()
+        await run.cancel()
 
 
 async def test_cancel_thread_stops_the_owning_run_keeping_finished_calls(

@@ -483,7 +483,7 @@ async def test_100_concurrent_runs_share_a_small_pool(small_pool: PostgresSaver)
             if run.done:
                 await run.result()  # it failed: say why
             await all_started.wait()
-            run.cancel()
+            await run.cancel()
             with pytest.raises(RunCancelled):
                 await run.result()
 

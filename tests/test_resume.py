@@ -119,7 +119,7 @@ async def test_new_input_on_unfinished_thread_names_the_pending_calls() -> None:
     async with agent.start("go", config) as run, run.events() as events:
         async for event in events:
             if type(event).__name__ == "ToolCallStarted":
-                run.cancel()
+                await run.cancel()
     with pytest.raises(ValueError, match=r"hang \(h1\)"):
         await agent.invoke("something else", RunnableConfig(thread_id="t"))
 
@@ -154,7 +154,7 @@ async def test_cancel_at_every_event_then_resume(parallel: bool) -> None:
         async with agent.start("go", config) as run, run.events() as events:
             async for _ in events:
                 if seen == index:
-                    run.cancel()
+                    run.cancel_nowait()  # at exactly this event
                 seen += 1
         try:
             final = await run.result()

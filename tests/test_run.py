@@ -68,7 +68,7 @@ async def test_event_order_of_a_tool_turn() -> None:
     ]
     assert isinstance(events[-1], RunFinished)
     assert events[-1].result == result
-    assert run.status == "finished"
+    assert await run.status() == "finished"
     assert [e.iteration for e in events if isinstance(e, ModelCallStarted)] == [0, 1]
     started = next(e for e in events if isinstance(e, ToolCallStarted))
     assert (started.call_id, started.name, started.arguments) == ("c1", "quick", '{"x": 1}')
@@ -117,16 +117,16 @@ async def test_cancel_one_tool_call_and_the_run_goes_on(sync: bool) -> None:
         "a", model, tools=[slow_async, slow_sync, quick], parallel_tool_execution=True
     )
     async with agent.start("go") as run, run.events() as events:
-        assert not run.cancel_tool("unknown")
+        assert not await run.cancel_tool("unknown")
         async for event in events:
             if isinstance(event, ToolCallStarted) and event.call_id == "long":
                 if sync:  # cancel once the thread really runs the tool
                     assert await anyio.to_thread.run_sync(thread_entered.wait, 5)
-                assert run.cancel_tool("long", "user got bored")
+                assert await run.cancel_tool("long", "user got bored")
             if isinstance(event, ToolCallCancelled):
                 assert (event.call_id, event.reason) == ("long", "user got bored")
         result = await run.result()
-    assert not run.cancel_tool("long")
+    assert not await run.cancel_tool("long")
     responses = {r.id: r for r in result.messages[2].responses}
     long = responses["long"]
     assert long.response_data == "Error: Tool execution was cancelled by the caller: user got bored"
@@ -160,7 +160,7 @@ async def test_cancel_without_reason_and_timeout_events() -> None:
         async for event in events:
             seen.append(event)
             if isinstance(event, ToolCallStarted) and event.call_id == "h":
-                run.cancel_tool("h")
+                await run.cancel_tool("h")
         result = await run.result()
     ended = {type(e).__name__: e for e in seen if hasattr(e, "call_id")}
     assert isinstance(ended["ToolCallTimedOut"], ToolCallTimedOut)
@@ -186,14 +186,14 @@ async def test_cancel_the_run_keeps_finished_tool_responses() -> None:
     async with agent.start("go") as run, run.events() as events:
         async for event in events:
             if isinstance(event, ToolCallFinished) and event.call_id == "q":
-                run.cancel()
+                await run.cancel()
             last = event
         with pytest.raises(RunCancelled) as info:
             await run.result()
     assert isinstance(last, RunFailed)
     assert isinstance(last.error, RunCancelled)
     await run.wait()  # never raises
-    assert run.status == "cancelled"
+    assert await run.status() == "cancelled"
     partial = info.value.messages[-1]
     assert isinstance(partial, ToolResponseMessage)
     assert [(r.id, r.response_data) for r in partial.responses] == [("q", "5")]
@@ -318,7 +318,7 @@ async def test_cancel_tool_on_tool_call_started_cancels_or_keeps_the_finished_an
         async with agent.start("go") as run, run.events() as events:
             async for event in events:
                 if isinstance(event, ToolCallStarted):
-                    said[event.call_id] = run.cancel_tool(event.call_id, "on sight")
+                    said[event.call_id] = await run.cancel_tool(event.call_id, "on sight")
                 elif isinstance(event, ToolCallFinished | ToolCallCancelled | ToolCallTimedOut):
                     assert event.call_id not in ends
                     ends[event.call_id] = type(event).__name__
@@ -351,9 +351,8 @@ async def test_cancel_tool_after_the_call_finished_is_false_and_keeps_its_answer
     async with agent.start("go") as run:
         await run.wait()
         async with run.events() as events:
-            said = [
-                run.cancel_tool(e.call_id) async for e in events if isinstance(e, ToolCallStarted)
-            ]
+            started = [e async for e in events if isinstance(e, ToolCallStarted)]
+            said = [await run.cancel_tool(e.call_id) for e in started]
         result = await run.result()
     assert said == [False, False]
     assert [r.response_data for r in result.messages[2].responses] == ["1", "2"]
@@ -385,7 +384,7 @@ async def test_cancel_tool_before_the_body_starts_means_it_never_runs(kind: str)
             if isinstance(event, ModelCallFinished):
                 break
         await anyio.wait_all_tasks_blocked()  # the run waits to send ToolCallStarted
-        assert run.cancel_tool("c1", "on sight")
+        assert await run.cancel_tool("c1", "on sight")
         seen = [type(e).__name__ async for e in events if not isinstance(e, ModelDelta)]
         result = await run.result()
     assert ran == []

@@ -286,7 +286,7 @@ async def test_a_cancelled_run_fails_with_run_cancelled_in_json() -> None:
     agent = ReactAgent("a", ScriptedChatModel([asks(("h", "hang", {}))]), tools=[hang])
     async with agent.start("go") as run, run.events() as stream:
         await started.wait()
-        run.cancel()
+        await run.cancel()
         last = [event async for event in stream][-1]
     data = through_text(last)
     assert data["type"] == "run_failed"

@@ -268,9 +268,9 @@ async def test_cancelled_run_abandons_its_thread_and_the_agent_counts_it() -> No
         with anyio.fail_after(5):
             async with agent.start("go") as run:
                 await anyio.to_thread.run_sync(entered.wait, 5)
-                run.cancel()
+                await run.cancel()
                 await run.wait()
-        assert run.status == "cancelled"
+        assert await run.status() == "cancelled"
         assert agent.abandoned_threads == 1
         entered.clear()
         with anyio.fail_after(5):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ._agent import TemporalAgent as TemporalAgent
 from ._agent import TemporalRun as TemporalRun
 from ._worker import replayer as replayer
+from ._worker import run_worker as run_worker
 from ._worker import sandbox_runner as sandbox_runner
 from ._worker import worker as worker
 from ._workflow import ReactAgentWorkflow as ReactAgentWorkflow
@@ -18,6 +19,7 @@ __all__ = [
     "TemporalAgent",
     "TemporalRun",
     "replayer",
+    "run_worker",
     "sandbox_runner",
     "worker",
 ]

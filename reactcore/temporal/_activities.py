@@ -131,7 +131,7 @@ class Activities:
             limiters = (found.limiter, node.tool_limiter)
             return await _limited(limiters, functools.partial(handler, request), given.timeout)
 
-        response = await _heartbeating(work, agent.beat_every)
+        response = await _heartbeating(work, agent.tool_beat_every)
         if response is None:
             return codec.dumps(codec.ToolOutput("", is_error=True, timed_out=True))
         update = codec.dump_state(OverAllState(dict(response.update))) if response.update else None

@@ -4,18 +4,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, Mapping
+from types import TracebackType
+from typing import Any, cast
 
 import anyio
 import attrs
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from .._agent import ReactAgent
 from .._approval import Interrupt, Resume
 from .._events import Event, RunFailed, RunFinished, RunInterrupted
 from .._exceptions import RunCancelled
+from .._handle import RunStatus
 from .._loop import AgentInput, input_update
 from .._messages import ToolCall
 from .._result import AgentResult
@@ -42,6 +49,13 @@ class TemporalAgent:
     another within about ``heartbeat_timeout`` seconds. A tool call is tried at most
     ``tool_attempts`` times (a tool's error is an answer, not a failure: only a lost
     worker makes another attempt).
+
+    A running activity learns that it was cancelled only from a heartbeat's answer, so a
+    tool call heartbeats at least every ``cancel_within`` seconds (1 s), and
+    ``reactcore.temporal.worker`` sends heartbeats that often (Temporal otherwise holds
+    them back to 80 % of ``heartbeat_timeout``: 8 s by default): ``cancel_tool`` and
+    ``cancel`` reach a running tool within about ``cancel_within`` seconds, for one
+    heartbeat request per second per running tool call.
     """
 
     agent: ReactAgent
@@ -50,6 +64,7 @@ class TemporalAgent:
     heartbeat_timeout: float = attrs.field(default=10.0, kw_only=True, validator=_positive)
     timeout_grace: float = attrs.field(default=5.0, kw_only=True, validator=_positive)
     tool_attempts: int = attrs.field(default=5, kw_only=True, validator=attrs.validators.ge(1))
+    cancel_within: float = attrs.field(default=1.0, kw_only=True, validator=_positive)
 
     @property
     def name(self) -> str:
@@ -58,8 +73,13 @@ class TemporalAgent:
 
     @property
     def beat_every(self) -> float:
-        """Seconds between an activity's heartbeats."""
+        """Seconds between a model activity's heartbeats."""
         return self.heartbeat_timeout / 3
+
+    @property
+    def tool_beat_every(self) -> float:
+        """Seconds between a tool activity's heartbeats (its cancellation arrives with one)."""
+        return min(self.beat_every, self.cancel_within)
 
     async def start(
         self,
@@ -99,21 +119,96 @@ class TemporalAgent:
 
 
 @attrs.define(eq=False)
+class _PolledEvents:
+    """``TemporalRun.events()``: the polled events as an ``EventSource`` (an async
+    iterator that is also an async context manager, as ``AgentRun.events()`` gives)."""
+
+    _source: AsyncGenerator[Event, None]
+
+    def __aiter__(self) -> _PolledEvents:
+        return self
+
+    async def __anext__(self) -> Event:
+        return await self._source.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop reading (the run is not affected)."""
+        await self._source.aclose()
+
+    async def __aenter__(self) -> _PolledEvents:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+_ENDED = {
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TERMINATED: "failed",
+    WorkflowExecutionStatus.TIMED_OUT: "failed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+}
+
+
+@attrs.define(eq=False)
 class TemporalRun:
-    """A run in Temporal, seen from a client; any number of clients may hold one."""
+    """A run in Temporal, seen from a client; any number of clients may hold one. It
+    implements ``reactcore.RunHandle``, the protocol it shares with the in-process
+    ``AgentRun``: the same members with the same meaning (see ``reactcore._handle``).
+
+    ``result()`` and ``events()`` poll the workflow every ``poll`` seconds (a query, and
+    for ``result()`` a describe call: they add nothing to the run's history).
+    """
 
     agent: TemporalAgent
     handle: WorkflowHandle[Any, str]
+
+    @property
+    def run_id(self) -> str | None:
+        """Temporal's run id of the workflow, when this handle knows it (``None`` for a
+        handle from ``TemporalAgent.get``)."""
+        h = self.handle
+        return h.first_execution_run_id or h.result_run_id or h.run_id
 
     @property
     def thread_id(self) -> str:
         """The thread id, which is the workflow id."""
         return self.handle.id
 
-    async def result(self) -> AgentResult:
-        """Wait for the run's end: its ``AgentResult``; ``RunCancelled`` (with the state,
-        finished calls kept) if it was cancelled. A failed run raises Temporal's
-        ``WorkflowFailureError``, whose cause names the error."""
+    async def result(self, *, poll: float = 0.05) -> AgentResult:
+        """Wait for the run's end or its pause for approval: its ``AgentResult`` (status
+        ``"finished"``, or ``"interrupted"`` with the calls waiting in ``interrupt``);
+        ``RunCancelled`` (with the state, finished calls kept) if it was cancelled. A
+        failed run raises Temporal's ``WorkflowFailureError``, whose cause names the error."""
+        while True:
+            if await self._closed():
+                return await self._outcome()
+            paused = await self._paused()
+            if paused is not None:
+                return paused
+            await anyio.sleep(poll)
+
+    async def _closed(self) -> bool:
+        """Whether the workflow has closed (asked of the server: no worker needed)."""
+        description = await self.handle.describe()
+        return description.status not in (None, WorkflowExecutionStatus.RUNNING)
+
+    async def _paused(self) -> AgentResult | None:
+        """The interrupted result if the (running) workflow waits for approval, else ``None``."""
+        answer = await self.handle.query("status", result_type=dict)
+        if answer["interrupt"] is None:
+            return None
+        checkpoint = codec.load_state(answer["interrupt"])
+        calls: tuple[ToolCall, ...] = checkpoint.interrupt or ()
+        return self.agent.agent.result(checkpoint.state, checkpoint.model_calls, Interrupt(calls))
+
+    async def _outcome(self) -> AgentResult:
+        """The closed workflow's ``AgentResult`` (or its error, raised)."""
         outcome = codec.loads(await self.handle.result(), codec.RunOutcome)
         checkpoint = codec.load_state(outcome.checkpoint)
         state = checkpoint.state
@@ -125,13 +220,21 @@ class TemporalRun:
     async def cancel_tool(self, call_id: str, reason: str | None = None) -> bool:
         """Cancel the running tool call ``call_id`` (its activity, through Temporal); the
         model gets ``Error: Tool execution was cancelled by the caller: <reason>`` and the
-        run goes on. False for an unknown, queued or finished call."""
+        run goes on. True if the call was running and is now being cancelled; False for an
+        unknown, queued, finished or already cancelled call.
+
+        The activity learns of it at its next heartbeat, within about
+        ``TemporalAgent.cancel_within`` seconds (1 s by default) when its worker was made by
+        ``reactcore.temporal.worker``; the call's ``ToolCallCancelled`` event (and the
+        model's answer) come once the activity has really stopped."""
         argument = codec.dumps(codec.CancelToolInput(call_id, reason or ""))
         return await self._flag("cancel_tool", argument)
 
     async def cancel(self) -> bool:
         """Cancel the whole run: running calls are cancelled, finished ones kept;
-        ``result()`` then raises ``RunCancelled``. False if the run had ended."""
+        ``result()`` then raises ``RunCancelled`` (once the running calls have stopped).
+        True if the run was live and is now being cancelled, False if it had ended or was
+        being cancelled already."""
         return await self._flag("cancel", None)
 
     async def _flag(self, update: str, argument: str | None) -> bool:
@@ -144,51 +247,65 @@ class TemporalRun:
                 return False
             raise
 
-    async def resume(self, resume: Resume) -> None:
-        """Answer the run's pause for approval; ``ValueError`` if it is not waiting or the
-        decisions do not fit (unknown call id, edited arguments that do not parse)."""
+    async def resume(self, decisions: Resume) -> None:
+        """Answer the run's pause for approval; the run goes on under this handle.
+        ``ValueError`` if it is not waiting or the decisions do not fit (unknown call id,
+        edited arguments that do not parse); nothing changes then."""
         try:
-            await self.handle.execute_update("resume", codec.dump_resume(resume))
+            await self.handle.execute_update("resume", codec.dump_resume(decisions))
         except WorkflowUpdateFailedError as exc:
             cause = exc.cause
             raise ValueError(getattr(cause, "message", str(cause))) from exc
+        except RPCError as exc:
+            if exc.status is not RPCStatusCode.NOT_FOUND:
+                raise
+            raise ValueError("nothing to approve: the run is not waiting for approval") from exc
 
-    async def status(self) -> str:
+    async def status(self) -> RunStatus:
         """``"running"``, ``"interrupted"``, ``"finished"``, ``"cancelled"`` or ``"failed"``."""
-        answer = await self.handle.query("status", result_type=dict)
-        return str(answer["status"])
+        description = await self.handle.describe()
+        closed = description.status
+        if closed is None or closed is WorkflowExecutionStatus.RUNNING:
+            answer = await self.handle.query("status", result_type=dict)
+            return cast(RunStatus, answer["status"])
+        if closed in _ENDED:
+            return cast(RunStatus, _ENDED[closed])
+        outcome = codec.loads(await self.handle.result(), codec.RunOutcome)
+        return cast(RunStatus, outcome.status)
 
     async def interrupted(self, *, poll: float = 0.05) -> AgentResult:
         """Wait until the run pauses for approval: its ``AgentResult`` (status
         ``"interrupted"``, the calls waiting in ``interrupt``); ``RuntimeError`` if the run
         ended instead. Bound the wait with ``anyio.fail_after``."""
         while True:
-            answer = await self.handle.query("status", result_type=dict)
-            if answer["interrupt"] is not None:
-                checkpoint = codec.load_state(answer["interrupt"])
-                calls: tuple[ToolCall, ...] = checkpoint.interrupt or ()
-                return self.agent.agent.result(
-                    checkpoint.state, checkpoint.model_calls, Interrupt(calls)
-                )
-            if answer["status"] not in ("running", "interrupted"):
-                raise RuntimeError(f"the run ended ({answer['status']}) without a pause")
+            if await self._closed():
+                raise RuntimeError(f"the run ended ({await self.status()}) without a pause")
+            paused = await self._paused()
+            if paused is not None:
+                return paused
             await anyio.sleep(poll)
 
-    async def events(self, *, poll: float = 0.05) -> AsyncIterator[Event]:
-        """The run's events, from the first, read with the ``events`` query every ``poll``
-        seconds while the run goes on; it ends after ``RunFinished`` or ``RunFailed``.
+    def events(self, *, poll: float = 0.05) -> _PolledEvents:
+        """The events of the run's current leg (from its start, or from the latest
+        ``resume``), read with the ``events`` query every ``poll`` seconds while the run
+        goes on: ``async with run.events() as events: async for event in events``. They end
+        after ``RunFinished``, ``RunFailed`` or ``RunInterrupted`` (after ``resume``, call
+        ``events()`` again). Any number of readers, each from the leg's first event.
 
-        Model deltas are not among them (the model streams inside its activity). A
-        ``RunInterrupted`` is followed by the run's further events once it is resumed.
+        Model deltas are not among them (the model streams inside its activity).
         """
-        seen = 0
+        return _PolledEvents(self._polled(poll))
+
+    async def _polled(self, poll: float) -> AsyncGenerator[Event, None]:
+        answer = await self.handle.query("status", result_type=dict)
+        seen = int(answer.get("leg", 0))
         while True:
             batch = await self.handle.query("events", seen, result_type=list)
             seen += len(batch)
             for data in batch:
                 kind = data["type"]
                 if kind == "RunFinished":
-                    yield RunFinished(await self.result())
+                    yield RunFinished(await self._outcome())
                     return
                 if kind == "RunFailed":
                     yield RunFailed(await self._error())
@@ -196,14 +313,14 @@ class TemporalRun:
                 if kind == "RunInterrupted":
                     calls = tuple(codec.converter.structure(c, ToolCall) for c in data["calls"])
                     yield RunInterrupted(calls)
-                    continue
+                    return
                 yield codec.load_event(data)
             if not batch:
                 await anyio.sleep(poll)
 
     async def _error(self) -> BaseException:
         try:
-            await self.result()
+            await self._outcome()
         except BaseException as exc:  # the run's error, handed to the caller as an event
             return exc
         return RuntimeError("the run reported a failure but finished")

@@ -28,6 +28,7 @@ import attrs
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.workflow import ActivityCancellationType
 
 from .._approval import Resume
 from .._checkpoint import Checkpoint
@@ -223,15 +224,20 @@ class _ToolActivities:
                 initial_interval=timedelta(seconds=0.5),
                 maximum_attempts=settings.tool_attempts,
             ),
+            # A cancelled call resolves once its activity has really stopped (not as soon
+            # as the cancel is asked): the ToolCallCancelled event and the model's answer
+            # then say the tool is no longer running.
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             result_type=str,
         )
         self.owner.inflight[call.id] = handle
         try:
             text = await handle
         except ActivityError as exc:
-            if isinstance(exc.cause, CancelledError):
+            if isinstance(exc.cause, CancelledError) or self.owner.cancel_asked(call.id):
                 # The job carries the reason (set by cancel_tool): the node answers with
-                # the usual "cancelled by the caller" error.
+                # the usual "cancelled by the caller" error. (A cancelled call whose worker
+                # was lost ends with a timeout instead: it was cancelled all the same.)
                 return ToolCallResponse("", is_error=True)
             cause = exc.cause
             message = cause.message if isinstance(cause, ApplicationError) else str(exc)
@@ -308,6 +314,7 @@ class ReactAgentWorkflow:
         self._config = RunnableConfig()
         self._paused: AgentResult | None = None
         self._resume: Resume | None = None
+        self._leg = 0  # where the events of the current leg (from the start or a resume) begin
 
     @workflow.run
     async def run(self, argument: str) -> str:
@@ -371,6 +378,7 @@ class ReactAgentWorkflow:
         await workflow.wait_condition(lambda: self._resume is not None or self.cancelled)
         resume, self._resume, self._paused = self._resume, None, None
         self.status = "running"
+        self._leg = len(self.events)
         return None if self.cancelled else resume
 
     def _end(self, status: str, state: Any, model_calls: int, message: str = "") -> str:
@@ -399,6 +407,7 @@ class ReactAgentWorkflow:
         interrupt = paused.interrupt if paused is not None else None
         return {
             "status": self.status,
+            "leg": self._leg,
             "interrupt": None
             if interrupt is None
             else codec.dump_state(
@@ -414,6 +423,11 @@ class ReactAgentWorkflow:
         """Cancel the running tool call named in ``argument`` (False if not running)."""
         given = codec.loads(argument, codec.CancelToolInput)
         return self._cancel_call(given.call_id, given.reason)
+
+    def cancel_asked(self, call_id: str) -> bool:
+        """Whether ``cancel_tool`` (or ``cancel``) asked to cancel the call ``call_id``."""
+        job = self._run._inflight.get(call_id) if self._run is not None else None
+        return job is not None and job.cancel_reason is not None
 
     def _cancel_call(self, call_id: str, reason: str) -> bool:
         handle = self.inflight.get(call_id)
