@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
@@ -414,6 +415,47 @@ def paused(process: subprocess.Popen[str]) -> Iterator[None]:
         process.send_signal(signal.SIGCONT)
 
 
+@attrs.frozen
+class Pause:
+    """What ``pause_while_another_resumes`` saw: each replica's pid and output (after
+    ``ready``), the thread's checkpoints when the second one had exited, the marks."""
+
+    first: int
+    first_out: str
+    second: int
+    second_out: str
+    history: list[Checkpoint]
+    marks: list[tuple[str, str, str, int]]
+
+
+def pause_while_another_resumes(spec: str, tmp_path: Path, backend: str, wait: float) -> Pause:
+    """A thread with a pending batch of 4 calls (1 s each); replica A (on ``backend``)
+    resumes it and, once its 4 calls started, is paused (SIGSTOP) while replica B (the
+    other backend) resumes the same thread, waiting up to ``wait`` s for it, until B has
+    exited; then A is continued (SIGCONT) until it exits."""
+    anyio.run(seed, spec, ["race"], True)
+    marks, go = tmp_path / "marks.txt", tmp_path / "go"
+    other = "trio" if backend == "asyncio" else "asyncio"
+    first = start_worker(backend, spec, marks, "race", str(go), "race", tool_seconds=1.0)
+    workers = [first]
+    try:
+        wait_ready(first)
+        go.touch()
+        wait_for_marks(marks, lambda rows: sum(r[0] == "start" for r in rows) == 4, first)
+        with paused(first):
+            second = start_worker(other, spec, marks, "race", str(go), "race", wait=wait)
+            workers.append(second)
+            second_out, err = second.communicate(timeout=60)
+            assert second.returncode == 0, err
+            history = anyio.run(histories, spec, ["race"])["race"]
+        first_out, err = first.communicate(timeout=60)
+        assert first.returncode == 0, err
+    finally:
+        stop(workers)
+    assert second_out.startswith("ready\n")
+    return Pause(first.pid, first_out, second.pid, second_out[6:], history, read_marks(marks))
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_a_paused_replica_cannot_overwrite_the_thread_its_successor_finished(
     schema: str, tmp_path: Path, backend: str
@@ -427,40 +469,21 @@ def test_a_paused_replica_cannot_overwrite_the_thread_its_successor_finished(
     after it resumes; the model was asked once in all, and a recovery pass finds nothing
     to resume (nothing runs twice)."""
     spec = f"postgres:{schema}"
-    anyio.run(seed, spec, ["race"], True)
-    marks, go = tmp_path / "marks.txt", tmp_path / "go"
-    other = "trio" if backend == "asyncio" else "asyncio"
-    stale = start_worker(backend, spec, marks, "race", str(go), "race", tool_seconds=1.0)
-    workers = [stale]
-    try:
-        wait_ready(stale)
-        go.touch()
-        wait_for_marks(
-            marks, lambda rows: sum(r[0] == "start" and r[3] == stale.pid for r in rows) == 4, stale
-        )
-        with paused(stale):
-            successor = start_worker(other, spec, marks, "race", str(go), "race", wait=30)
-            workers.append(successor)
-            out, err = successor.communicate(timeout=60)
-            assert successor.returncode == 0, err
-            assert out.split() == ["ready", "ran"]
-            finished = anyio.run(histories, spec, ["race"])["race"]
-        stale_out, err = stale.communicate(timeout=60)
-        assert stale.returncode == 0, err
-    finally:
-        stop(workers)
-    rows = read_marks(marks)
-    [stale_run] = [d for what, _, d, pid in rows if what == "run" and pid == stale.pid]
-    assert stale_out.startswith(
+    seen = pause_while_another_resumes(spec, tmp_path, backend, wait=30)
+    assert seen.second_out.strip() == "ran"
+    [stale_run] = [d for what, _, d, pid in seen.marks if what == "run" and pid == seen.first]
+    assert seen.first_out.startswith(
         f"lost run {stale_run} lost thread 'race': another owner took it over"
     )
     after = anyio.run(histories, spec, ["race"])["race"]
-    assert after == finished  # not one write of A's once B had finished
+    assert after == seen.history  # not one write of A's once B had finished
     assert after[-1].next == "end" and after[-1].run_id != stale_run
     runs = [c.run_id for c in after]
     assert stale_run not in runs[runs.index(after[-1].run_id) :]
-    assert [(w, p) for w, *_, p in rows if w == "ask"] == [("ask", successor.pid)]
-    assert sum(w == "start" and p == stale.pid for w, *_, p in rows) == 4  # all before the pause
+    asked = [(what, pid) for what, *_, pid in seen.marks if what == "ask"]
+    assert asked == [("ask", seen.second)]
+    started = [pid for what, *_, pid in seen.marks if what == "start"]
+    assert started.count(seen.first) == 4  # all before the pause
     assert anyio.run(unfinished_threads, spec) == []
 
 
@@ -472,31 +495,13 @@ def test_a_paused_sqlite_holder_keeps_its_thread(tmp_path: Path, backend: str) -
     after waiting 1 s), so there is no stale owner to fence; after SIGCONT A finishes the
     run itself, each call run once."""
     spec = f"sqlite:{tmp_path / 'shared.db'}"
-    anyio.run(seed, spec, ["race"], True)
-    marks, go = tmp_path / "marks.txt", tmp_path / "go"
-    other = "trio" if backend == "asyncio" else "asyncio"
-    holder = start_worker(backend, spec, marks, "race", str(go), "race", tool_seconds=1.0)
-    workers = [holder]
-    try:
-        wait_ready(holder)
-        go.touch()
-        wait_for_marks(marks, lambda rows: sum(r[0] == "start" for r in rows) == 4, holder)
-        with paused(holder):
-            successor = start_worker(other, spec, marks, "race", str(go), "race", wait=1.0)
-            workers.append(successor)
-            out, err = successor.communicate(timeout=60)
-            assert successor.returncode == 0, err
-        holder_out, err = holder.communicate(timeout=60)
-        assert holder.returncode == 0, err
-    finally:
-        stop(workers)
-    rows = read_marks(marks)
-    [holder_run] = [d for what, _, d, pid in rows if what == "run" and pid == holder.pid]
-    assert out.split("\n")[1].startswith(
-        f"busy thread 'race' is busy: run {holder_run} (pid {holder.pid}) owns it"
+    seen = pause_while_another_resumes(spec, tmp_path, backend, wait=1.0)
+    [holder_run] = [d for what, _, d, pid in seen.marks if what == "run" and pid == seen.first]
+    assert seen.second_out.startswith(
+        f"busy thread 'race' is busy: run {holder_run} (pid {seen.first}) owns it"
     )
-    assert holder_out.strip() == "ran"
-    starts = Counter(d for what, _, d, _ in rows if what == "start")
+    assert seen.first_out.strip() == "ran"
+    starts = Counter(d for what, _, d, _ in seen.marks if what == "start")
     assert starts == Counter(f"race-c{n}" for n in range(4))
     assert anyio.run(histories, spec, ["race"])["race"][-1].next == "end"
 
