@@ -14,6 +14,7 @@ from ._checkpoint import MemorySaver as MemorySaver
 from ._checkpoint import Saver as Saver
 from ._checkpoint import SqliteSaver as SqliteSaver
 from ._checkpoint import ThreadInfo as ThreadInfo
+from ._checkpoint import check_thread_id as check_thread_id
 from ._checkpoint import dump_checkpoint as dump_checkpoint
 from ._checkpoint import load_checkpoint as load_checkpoint
 from ._config import RunnableConfig as RunnableConfig
@@ -33,6 +34,7 @@ from ._events import ToolCallTimedOut as ToolCallTimedOut
 from ._exception_processor import DefaultToolExceptionProcessor as DefaultToolExceptionProcessor
 from ._exception_processor import ToolExceptionProcessor as ToolExceptionProcessor
 from ._exceptions import CallLimitExceeded as CallLimitExceeded
+from ._exceptions import LeaseLost as LeaseLost
 from ._exceptions import MaxIterationsExceeded as MaxIterationsExceeded
 from ._exceptions import MCPError as MCPError
 from ._exceptions import ModelError as ModelError
@@ -44,6 +46,7 @@ from ._exceptions import OutputParseError as OutputParseError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import ReportedError as ReportedError
 from ._exceptions import RunCancelled as RunCancelled
+from ._exceptions import SaverUnavailable as SaverUnavailable
 from ._exceptions import ThreadBusy as ThreadBusy
 from ._exceptions import ToolArgumentError as ToolArgumentError
 from ._exceptions import ToolExecutionError as ToolExecutionError
@@ -134,6 +137,7 @@ __all__ = [
     "ImagePart",
     "Interrupt",
     "KeyStrategy",
+    "LeaseLost",
     "LeasingSaver",
     "MCPError",
     "MaxIterationsExceeded",
@@ -173,6 +177,7 @@ __all__ = [
     "RunStatus",
     "RunnableConfig",
     "Saver",
+    "SaverUnavailable",
     "SqliteSaver",
     "StateUpdated",
     "SystemMessage",
@@ -204,6 +209,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "check_cancelled",
+    "check_thread_id",
     "dump_checkpoint",
     "event_from_json",
     "load_checkpoint",

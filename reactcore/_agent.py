@@ -19,7 +19,7 @@ import attrs
 import sniffio
 
 from ._approval import Interrupt, Resume
-from ._checkpoint import Saver, claim_thread, request_cancel
+from ._checkpoint import Lease, Saver, claim_thread, request_cancel
 from ._config import RunnableConfig
 from ._events import Event, RunFailed, RunFinished, RunInterrupted
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
@@ -370,7 +370,7 @@ class ReactAgent:
             raise ValueError("cancel_thread needs a saver: runs are found through it")
         return await request_cancel(self.saver, thread_id)
 
-    def _owning(self, run: AgentRun, config: RunnableConfig) -> AbstractAsyncContextManager[None]:
+    def _owning(self, run: AgentRun, config: RunnableConfig) -> AbstractAsyncContextManager[object]:
         """The run's claim on its thread (none without a saver or a thread id)."""
         if self.saver is None or config.thread_id is None:
             return nullcontext()
@@ -395,10 +395,17 @@ class ReactAgent:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Own the thread (failing ``start`` if it is busy), run the loop, release the
-        thread, then end the handle: a caller who saw the end may start the next run."""
-        async with self._owning(run, config):
+        thread, then end the handle: a caller who saw the end may start the next run.
+
+        A run stopped because another owner took its thread over ends with ``LeaseLost``
+        (not as cancelled: nobody asked it to stop, and it must not be resumed by its
+        caller beside the new owner)."""
+        async with self._owning(run, config) as claim:
             task_status.started()
             event, result, error = await self._execute(run, value, config)
+            lost = claim.lost if isinstance(claim, Lease) else None
+            if lost is not None and isinstance(error, RunCancelled):
+                event, error = RunFailed(lost), lost
         await run.finish(event, result, error)
 
     async def _execute(

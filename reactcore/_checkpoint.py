@@ -5,7 +5,12 @@ Savers also keep who owns each thread (``LeasingSaver``): one live run per threa
 claim taken before the run reads its checkpoint and released when it ends; a second run
 gets ``ThreadBusy``. ``hold_lease`` turns a saver's blocking claim primitives (acquire,
 renew, release: a ``LeaseBackend``) into that claim, with a keeper task that renews it
-and relays cancel requests (``request_cancel``) to the run.
+and relays cancel requests (``request_cancel``) to the run. A claim that can lapse (a
+lease with a TTL) fences its writes: the saver keeps the claim's token per (thread,
+owner) and stores a checkpoint of that owner only while the token is still the thread's
+current one; a stale owner's write raises ``LeaseLost``. Every saver takes the same
+thread ids (``check_thread_id``: non-empty, valid Unicode without NUL, at most
+``THREAD_ID_MAX_BYTES`` bytes in UTF-8), checked before any I/O.
 
 A checkpoint is stored as JSON text (``dump_checkpoint`` / ``load_checkpoint``), written
 through the project's one cattrs converter. The format, schema version 1::
@@ -71,7 +76,7 @@ import anyio.to_thread
 import attrs
 import cattrs
 
-from ._exceptions import ThreadBusy
+from ._exceptions import LeaseLost, ThreadBusy
 from ._logging import get_logger
 from ._messages import (
     AssistantMessage,
@@ -182,14 +187,23 @@ class LeasingSaver(Saver, Protocol):
         owner: str,
         wait: float = 0.0,
         on_cancel: Callable[[], None] = ...,
-    ) -> AbstractAsyncContextManager[None]:
+    ) -> AbstractAsyncContextManager[object]:
         """Own ``thread_id`` for the ``async with`` block, as ``owner`` (a run id).
 
         Raised on entering: ``ThreadBusy`` when another live run owns the thread, at
-        once, or after waiting ``wait`` seconds for it to end. While the block runs, the
-        saver calls ``on_cancel()`` when someone asked to cancel the thread
+        once, or after waiting ``wait`` seconds for it to end; ``ValueError`` for a thread
+        id that breaks the rule of ``check_thread_id``. While the block runs, the saver
+        calls ``on_cancel()`` when someone asked to cancel the thread
         (``request_cancel``) or when the claim was lost. Leaving releases the claim,
         even when cancelled.
+
+        **Fencing.** A saver whose claims can lapse (a lease with a TTL) must fence the
+        writes of the block: ``put`` of a checkpoint whose ``run_id`` is ``owner`` is
+        stored only while ``owner``'s claim is still the thread's current one, checked in
+        the same atomic write, and otherwise raises ``LeaseLost``. The saver keeps the
+        claim's token itself, per (thread, owner), so ``put(thread_id, checkpoint)``
+        needs no extra argument. The block's value is the saver's own: reactcore's savers
+        give a ``Lease`` (whose ``lost`` the run reports); ``None`` is fine.
         """
         ...
 
@@ -207,6 +221,50 @@ class LeasingSaver(Saver, Protocol):
         """A page of threads with ``status`` (``None``: all), ordered by thread id, the
         first after ``after``; the next page starts after the last one's id."""
         ...
+
+
+# --- thread ids -------------------------------------------------------------------------
+
+THREAD_ID_MAX_BYTES = 1024
+"""The longest thread id a saver keeps, in bytes of UTF-8: 1024 ASCII characters, fewer
+when they are not ASCII (at least 256). Every saver has the same rule, so that a thread
+moves between them; the bound keeps an id within a database index entry (PostgreSQL's
+B-tree refuses entries over about 2.7 kB, and an incompressible id counts in full)."""
+
+_THREAD_ID_RULE = (
+    "a thread id must be a non-empty str of valid Unicode (no lone surrogates), without "
+    f"NUL characters, of at most {THREAD_ID_MAX_BYTES} bytes in UTF-8"
+)
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:30]!r}…"
+
+
+def check_thread_id(thread_id: str) -> str:
+    """``thread_id``, if every saver can keep it; checked by every saver method and by
+    the claim of every run, before any I/O.
+
+    Raised by ``check_thread_id``: ``ValueError`` naming the rule and what breaks it
+    (empty, a NUL character, a lone surrogate, more than ``THREAD_ID_MAX_BYTES`` bytes
+    in UTF-8); ``TypeError`` when it is not a ``str``.
+    """
+    if type(thread_id) is not str:
+        raise TypeError(f"{_THREAD_ID_RULE}, got a {type(thread_id).__name__}")
+    if not thread_id:
+        raise ValueError(f"{_THREAD_ID_RULE}, got an empty string")
+    nul = thread_id.find("\x00")
+    if nul >= 0:
+        raise ValueError(f"{_THREAD_ID_RULE}: {_shown(thread_id)} has a NUL at index {nul}")
+    try:
+        size = len(thread_id.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{_THREAD_ID_RULE}: {_shown(thread_id)} has a lone surrogate at index {exc.start}"
+        ) from None
+    if size > THREAD_ID_MAX_BYTES:
+        raise ValueError(f"{_THREAD_ID_RULE}: {_shown(thread_id)} has {size} bytes")
+    return thread_id
 
 
 # --- JSON-native values -----------------------------------------------------------------
@@ -516,6 +574,16 @@ class LeaseBackend(Protocol):
 Call = Callable[[Callable[..., Any], str, str], Any]
 
 
+@attrs.define(eq=False)
+class Lease:
+    """What the claims of reactcore's savers give their block: the thread, its owner and,
+    once the claim was taken over, ``lost``: the ``LeaseLost`` the run ends with."""
+
+    thread_id: str
+    owner: str
+    lost: LeaseLost | None = None
+
+
 async def _inline(function: Callable[..., _T], *args: Any) -> _T:
     await anyio.lowlevel.checkpoint()
     return function(*args)
@@ -536,13 +604,16 @@ async def hold_lease(
     on_cancel: Callable[[], None],
     lost_after: float | None = None,
     in_thread: bool = True,
-) -> AsyncIterator[None]:
+) -> AsyncIterator[Lease]:
     """``claim`` for ``backend``: acquire (waiting up to ``wait`` seconds), renew every
     ``heartbeat`` seconds while the block runs, release when it ends (shielded).
 
-    A claim that could not be renewed for ``lost_after`` seconds (its TTL: by then
-    another process may have taken it) counts as lost: ``on_cancel()`` is called.
+    A claim that another owner took over, or that could not be renewed for
+    ``lost_after`` seconds (its TTL: by then another process may have taken it), is
+    lost: the lease's ``lost`` is set, then ``on_cancel()`` is called.
     """
+    check_thread_id(thread_id)
+    lease = Lease(thread_id, owner)
     call = _in_thread if in_thread else _inline
     deadline = anyio.current_time() + wait
     while True:
@@ -558,9 +629,9 @@ async def hold_lease(
     failure: Exception | None = None
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_keep, call, backend, thread_id, owner, heartbeat, on_cancel, lost_after)
+            tg.start_soon(_keep, call, backend, lease, heartbeat, on_cancel, lost_after)
             try:
-                yield
+                yield lease
             except Exception as exc:  # raised after the group, as itself
                 failure = exc
             finally:
@@ -578,13 +649,13 @@ async def hold_lease(
 async def _keep(
     call: Call,
     backend: LeaseBackend,
-    thread_id: str,
-    owner: str,
+    lease: Lease,
     heartbeat: float,
     on_cancel: Callable[[], None],
     lost_after: float | None,
 ) -> None:
     """Renew the claim until cancelled; tell the run when it must stop."""
+    thread_id, owner = lease.thread_id, lease.owner
     renewed = anyio.current_time()
     while True:
         await anyio.sleep(heartbeat)
@@ -593,10 +664,18 @@ async def _keep(
         except Exception as exc:
             _log.warning("lease_renew_failed", thread_id=thread_id, error=repr(exc))
             if lost_after is not None and anyio.current_time() - renewed > lost_after:
+                reason = (
+                    f"its lease could not be renewed for {lost_after:g} s, so another owner "
+                    "may have taken it over"
+                )
+                lease.lost = LeaseLost(thread_id, owner, reason=reason)
                 on_cancel()
                 return
             continue
         renewed = anyio.current_time()
+        if verdict == "lost":
+            _log.warning("lease_lost", thread_id=thread_id, run_id=owner)
+            lease.lost = LeaseLost(thread_id, owner)
         if verdict != "held":
             on_cancel()
         if verdict == "lost":
@@ -647,7 +726,7 @@ class LocalLeases:
 
     def claim(
         self, thread_id: str, owner: str, wait: float, on_cancel: Callable[[], None]
-    ) -> AbstractAsyncContextManager[None]:
+    ) -> AbstractAsyncContextManager[Lease]:
         return hold_lease(
             self,
             thread_id,
@@ -680,12 +759,14 @@ def _leases_of(saver: Any) -> LocalLeases:
 
 def claim_thread(
     saver: Saver, thread_id: str, *, owner: str, wait: float, on_cancel: Callable[[], None]
-) -> AbstractAsyncContextManager[None]:
+) -> AbstractAsyncContextManager[object]:
     """Own ``thread_id`` through ``saver`` (see ``LeasingSaver``): its own ``claim``, or
-    process-local ownership for a saver without one."""
+    process-local ownership for a saver without one. The thread id is checked first
+    (``check_thread_id``), whatever the saver."""
+    check_thread_id(thread_id)
     claim = getattr(saver, "claim", None)
     if callable(claim):
-        result: AbstractAsyncContextManager[None] = claim(
+        result: AbstractAsyncContextManager[object] = claim(
             thread_id, owner=owner, wait=wait, on_cancel=on_cancel
         )
         return result
@@ -694,6 +775,7 @@ def claim_thread(
 
 async def request_cancel(saver: Saver, thread_id: str) -> bool:
     """Ask the run owning ``thread_id`` to stop, through ``saver``; whether one did."""
+    check_thread_id(thread_id)
     ask = getattr(saver, "request_cancel", None)
     if callable(ask):
         answer: bool = await ask(thread_id)
@@ -708,6 +790,8 @@ def _page(
     """The ``threads()`` page of ``infos`` (in any order)."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
+    if after is not None:
+        check_thread_id(after)
     chosen = (
         i
         for i in infos
@@ -730,7 +814,9 @@ def _info(checkpoint: Checkpoint) -> ThreadInfo:
 
 
 def _check_thread(thread_id: str, checkpoint: Checkpoint) -> None:
-    """A checkpoint is stored under its own thread: anything else is a caller's bug."""
+    """A checkpoint is stored under its own thread, a valid thread id (anything else is
+    a caller's bug)."""
+    check_thread_id(thread_id)
     if checkpoint.thread_id != thread_id:
         raise ValueError(
             f"cannot store a checkpoint of thread {checkpoint.thread_id!r} "
@@ -745,7 +831,9 @@ class MemorySaver:
     Nothing is serialised, so values that ``dump_checkpoint`` would refuse are kept too.
     A lock guards the map, so runs on any threads of any event loops may share one saver;
     each operation is short and never waits, so taking the lock on the loop is fine.
-    Threads are owned by one run at a time among the runs sharing this saver (``claim``).
+    Threads are owned by one run at a time among the runs sharing this saver (``claim``);
+    a claim never lapses, so there is no stale owner to fence. Every method checks the
+    thread id first (``check_thread_id``).
     """
 
     _threads: dict[str, builtins.list[Checkpoint]] = attrs.field(factory=dict, init=False)
@@ -759,12 +847,13 @@ class MemorySaver:
         owner: str,
         wait: float = 0.0,
         on_cancel: Callable[[], None] = lambda: None,
-    ) -> AbstractAsyncContextManager[None]:
+    ) -> AbstractAsyncContextManager[Lease]:
         """Own ``thread_id`` for the block (see ``LeasingSaver.claim``)."""
         return self._leases.claim(thread_id, owner, wait, on_cancel)
 
     async def request_cancel(self, thread_id: str) -> bool:
         """Ask the run owning ``thread_id`` to stop; whether one does."""
+        check_thread_id(thread_id)
         await anyio.lowlevel.checkpoint()
         return self._leases.request_cancel(thread_id)
 
@@ -783,6 +872,7 @@ class MemorySaver:
 
     async def get(self, thread_id: str) -> Checkpoint | None:
         """The latest checkpoint of ``thread_id``, or ``None``."""
+        check_thread_id(thread_id)
         await anyio.lowlevel.checkpoint()
         with self._lock:
             stored = self._threads.get(thread_id)
@@ -791,7 +881,8 @@ class MemorySaver:
     async def put(self, thread_id: str, checkpoint: Checkpoint) -> None:
         """Store ``checkpoint`` as the latest of ``thread_id``.
 
-        Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread.
+        Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread,
+        or ``thread_id`` breaks the rule of ``check_thread_id``.
         """
         _check_thread(thread_id, checkpoint)
         await anyio.lowlevel.checkpoint()
@@ -800,12 +891,14 @@ class MemorySaver:
 
     async def delete(self, thread_id: str) -> None:
         """Forget ``thread_id``."""
+        check_thread_id(thread_id)
         await anyio.lowlevel.checkpoint()
         with self._lock:
             self._threads.pop(thread_id, None)
 
     async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
         """Every checkpoint of ``thread_id``, oldest first (a new list)."""
+        check_thread_id(thread_id)
         await anyio.lowlevel.checkpoint()
         with self._lock:
             return builtins.list(self._threads.get(thread_id, ()))
@@ -1062,7 +1155,10 @@ class SqliteSaver:
     **Ownership** (``claim``): one run at a time per thread, among the runs of every
     process on this machine, through a file lock per thread in the folder
     ``<path>.leases`` (POSIX ``flock``; a killed process's locks are dropped by the
-    kernel at once). A run polls for cancel requests every ``cancel_poll`` seconds.
+    kernel at once). A run polls for cancel requests every ``cancel_poll`` seconds. A
+    claim never lapses while its process lives, even a paused one (SIGSTOP, a long GC
+    pause): the thread stays busy until it resumes or dies, so no stale owner ever
+    writes beside a successor, and writes need no fencing token.
 
     Order is insertion order (the row id), which is the order ``put`` was called.
     ``path`` may be ``":memory:"`` (one private database, for tests; ownership is then
@@ -1116,6 +1212,7 @@ class SqliteSaver:
 
     async def get(self, thread_id: str) -> Checkpoint | None:
         """The latest checkpoint of ``thread_id``, or ``None``."""
+        check_thread_id(thread_id)
 
         def latest() -> Checkpoint | None:
             row = self._locked(lambda conn: conn.execute(_SELECT_LATEST, (thread_id,)).fetchone())
@@ -1126,9 +1223,10 @@ class SqliteSaver:
     async def put(self, thread_id: str, checkpoint: Checkpoint) -> None:
         """Store ``checkpoint`` as the latest of ``thread_id`` (one transaction).
 
-        Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread;
-        ``TypeError`` when the state holds a value a checkpoint cannot keep (see
-        ``dump_checkpoint``); ``sqlite3.Error`` when the file cannot be written.
+        Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread,
+        or ``thread_id`` breaks the rule of ``check_thread_id``; ``TypeError`` when the
+        state holds a value a checkpoint cannot keep (see ``dump_checkpoint``);
+        ``sqlite3.Error`` when the file cannot be written.
         """
         _check_thread(thread_id, checkpoint)
         row = (thread_id, checkpoint.step, checkpoint.run_id, checkpoint.created_at)
@@ -1147,6 +1245,7 @@ class SqliteSaver:
 
     async def delete(self, thread_id: str) -> None:
         """Forget ``thread_id``."""
+        check_thread_id(thread_id)
 
         def forget(conn: sqlite3.Connection) -> None:
             for statement in _DELETE:
@@ -1156,6 +1255,7 @@ class SqliteSaver:
 
     async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
         """Every checkpoint of ``thread_id``, oldest first."""
+        check_thread_id(thread_id)
 
         def every() -> builtins.list[Checkpoint]:
             rows = self._locked(lambda conn: conn.execute(_SELECT_ALL, (thread_id,)).fetchall())
@@ -1184,8 +1284,9 @@ class SqliteSaver:
         owner: str,
         wait: float = 0.0,
         on_cancel: Callable[[], None] = lambda: None,
-    ) -> AbstractAsyncContextManager[None]:
+    ) -> AbstractAsyncContextManager[Lease]:
         """Own ``thread_id`` for the block, across processes (see ``LeasingSaver.claim``)."""
+        check_thread_id(thread_id)
         if isinstance(self._leases, LocalLeases):
             return self._leases.claim(thread_id, owner, wait, on_cancel)
         return hold_lease(
@@ -1200,6 +1301,7 @@ class SqliteSaver:
     async def request_cancel(self, thread_id: str) -> bool:
         """Ask the run owning ``thread_id`` (in any process on this machine) to stop;
         whether a live one owns it. The run sees it within ``cancel_poll`` seconds."""
+        check_thread_id(thread_id)
         leases = self._leases
         if isinstance(leases, LocalLeases):
             await anyio.lowlevel.checkpoint()

@@ -16,6 +16,8 @@
      ├── OutputParseError          the final answer does not parse as ``output_type``
      ├── ReportedError             a run's error read back from JSON (``event_from_json``)
      ├── ThreadBusy                another live run owns the thread (``thread_id``)
+     │    └── LeaseLost            another owner took over the thread of a stalled run
+     ├── SaverUnavailable          the checkpoint database cannot be reached
      ├── MCPError                  an MCP server cannot be reached, or failed (``reactcore.mcp``)
      └── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
 
@@ -177,6 +179,50 @@ class ThreadBusy(ReactcoreError):
         )
         self.thread_id = thread_id
         self.holder = holder
+
+
+class LeaseLost(ThreadBusy):
+    """Raised by ``AgentRun.result()`` / ``invoke`` (and by a saver's ``put``) when the
+    run's claim on its thread was taken over: the run stalled past its lease (a long GC
+    pause, a frozen VM, a network partition), another owner claimed the thread, and every
+    write the stale run tries afterwards is refused (fenced by its claim's token).
+
+    The run stops with it; nothing it did after losing the claim was stored. ``thread_id``
+    is the thread, ``owner`` the run that lost it, ``holder`` the thread's owner now, as
+    far as the saver knows; ``reason``, when given, replaces "another owner took it over"
+    (a lease that could not be renewed in time, which another owner may take over).
+    """
+
+    def __init__(
+        self,
+        thread_id: str,
+        owner: str,
+        holder: str = "another owner",
+        *,
+        reason: str | None = None,
+    ) -> None:
+        # Not ThreadBusy's message: nobody should wait for this thread and try again.
+        what = reason or f"another owner took it over ({holder})"
+        ReactcoreError.__init__(
+            self,
+            f"run {owner} lost thread {thread_id!r}: {what}; the run stopped, and none of "
+            "its writes since were stored",
+        )
+        self.thread_id = thread_id
+        self.holder = holder
+        self.owner = owner
+
+
+class SaverUnavailable(ReactcoreError):
+    """Raised by ``reactcore.postgres.PostgresSaver`` when its database cannot be reached:
+    no connection within ``connect_timeout`` seconds, or the connection was lost again
+    when the statement was retried. ``target`` names the server and database (never the
+    password); the driver's error is chained as ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, target: str) -> None:
+        super().__init__(message)
+        self.target = target
 
 
 class ScriptExhaustedError(ReactcoreError, RuntimeError):

@@ -18,12 +18,35 @@ the checkpoint (``threads()`` reads it).
 
 **Ownership.** A run leases its thread: a row in ``leases`` with an expiry
 ``lease_ttl`` seconds ahead (the server's clock), renewed every ``heartbeat`` seconds
-while the run lives. A lease whose holder died lapses after ``lease_ttl``; the thread can
-then be claimed elsewhere. Claiming is one ``INSERT … ON CONFLICT DO UPDATE … WHERE
-expired``: of two replicas racing, exactly one gets the row. A run that could not renew
-for ``lease_ttl`` seconds, or whose lease another run took, is cancelled; and ``put`` of
-a run whose thread is leased by another live run fails with ``ThreadBusy`` (a zombie
-cannot overwrite its successor's checkpoints).
+while the run lives. A lease whose holder died (or stalled) lapses after ``lease_ttl``;
+the thread can then be claimed elsewhere. Claiming is one ``INSERT … ON CONFLICT DO
+UPDATE … WHERE expired``: of two replicas racing, exactly one gets the row.
+
+**Fencing.** Every claim takes a new token from a sequence (``leases.token``: it only
+grows, per thread and overall, so a token is never reused, even after ``delete``). The
+saver keeps the token of each claim it holds, per (thread, owner), and every write of
+the claim carries it and is applied only while it is still the thread's token, in the
+same statement (compare-and-set, the lease row locked ``FOR SHARE`` against a concurrent
+takeover): ``put`` of the owner's checkpoints (checkpoint row and thread status),
+renewals, the release. A replica that stalled past its lease (a GC pause, a frozen VM, a
+partition) while another took the thread over, finished it and released it, writes
+nothing when it wakes: its ``put`` raises ``LeaseLost`` (a ``ThreadBusy``), its next
+renewal finds the lease lost, and its run ends with ``LeaseLost``. A ``put`` outside any
+claim of this saver (a script seeding threads) has no token: it is refused with
+``ThreadBusy`` while another live run leases the thread.
+
+**Thread ids** follow the rule of every saver (``check_thread_id``: non-empty, valid
+Unicode without NUL, at most ``THREAD_ID_MAX_BYTES`` = 1024 bytes in UTF-8): a
+``ValueError`` before any I/O, never a driver error.
+
+**Connections that die.** The pool this saver makes checks each connection as it is
+taken out (``ConnectionPool.check_connection``: one empty query), so connections the
+server terminated (``pg_terminate_backend``, a restart) are replaced, not used. A
+statement whose connection is lost anyway is retried once on a fresh connection (every
+statement is idempotent, or made so for the retry: a retried ``put`` skips a checkpoint
+the first attempt stored). When the server cannot be reached (no connection within
+``connect_timeout`` seconds, or lost again on the retry) the operation raises
+``SaverUnavailable``, naming the server and the reason.
 
 **Cancel.** ``request_cancel`` (``agent.cancel_thread``) marks the live lease; its run
 sees the mark at its next renewal, within ``heartbeat`` seconds.
@@ -36,6 +59,7 @@ lock, when the first operation finds an older version (a newer one is refused).
 from __future__ import annotations
 
 import builtins
+import math
 import os
 import re
 import socket
@@ -49,21 +73,25 @@ import anyio.to_thread
 import attrs
 import psycopg
 from psycopg import sql
-from psycopg_pool import ConnectionPool
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ._checkpoint import (
     Checkpoint,
+    Lease,
     Renewal,
     ThreadInfo,
     ThreadStatus,
     _check_thread,
     _page,
+    check_thread_id,
     dump_checkpoint,
     hold_lease,
     load_checkpoint,
     thread_status,
 )
-from ._exceptions import ThreadBusy
+from ._exceptions import LeaseLost, SaverUnavailable, ThreadBusy
+from ._logging import get_logger
 
 __all__ = ["POSTGRES_SCHEMA", "PostgresSaver"]
 
@@ -93,29 +121,52 @@ _MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
             expires_at timestamptz NOT NULL,
             cancel_requested boolean NOT NULL DEFAULT false)""",
     ),
+    # Version 2: the fencing token of each claim (a sequence: never reused).
+    ("ALTER TABLE {s}.leases ADD COLUMN token bigserial",),
 )
 """``_MIGRATIONS[n]``: the statements bringing the layout from version ``n`` to ``n + 1``."""
 
 POSTGRES_SCHEMA = len(_MIGRATIONS)
 """The version of the PostgreSQL layout (in ``<schema>.meta``); 0 is a new schema."""
 
+# (Pieces of ``_PUT``, inserted as they are: their ``{s}`` is the schema.)
+_MINE: LiteralString = (
+    "SELECT FROM {s}.leases WHERE thread_id = %(thread)s AND token = %(token)s FOR SHARE"
+)
+_FREE: LiteralString = (
+    "SELECT WHERE NOT EXISTS (SELECT FROM {s}.leases WHERE thread_id = %(thread)s"
+    " AND owner <> %(run)s AND expires_at > clock_timestamp())"
+)
+_NOT_STORED: LiteralString = (
+    " AND NOT EXISTS (SELECT FROM {s}.checkpoints WHERE thread_id = %(thread)s"
+    " AND run_id = %(run)s AND step = %(step)s)"
+)
+_PUT: LiteralString = (
+    "WITH ok AS ({mine}),"
+    " checkpoint AS (INSERT INTO {{s}}.checkpoints (thread_id, step, run_id, created_at, body)"
+    " SELECT %(thread)s, %(step)s, %(run)s, %(at)s, %(body)s WHERE EXISTS (SELECT FROM ok)"
+    "{again}),"
+    " thread AS (INSERT INTO {{s}}.threads (thread_id, status, run_id, step, updated_at)"
+    " SELECT %(thread)s, %(status)s, %(run)s, %(step)s, %(at)s WHERE EXISTS (SELECT FROM ok)"
+    " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status,"
+    " run_id = excluded.run_id, step = excluded.step, updated_at = excluded.updated_at)"
+    " SELECT EXISTS (SELECT FROM ok), (SELECT holder FROM {{s}}.leases"
+    " WHERE thread_id = %(thread)s AND expires_at > clock_timestamp())"
+)
+
 _STATEMENTS: dict[str, LiteralString] = {
     "meta": "CREATE TABLE IF NOT EXISTS {s}.meta (version integer NOT NULL)",
     "version": "SELECT version FROM {s}.meta",
     "insert_version": "INSERT INTO {s}.meta (version) VALUES (%s)",
     "set_version": "UPDATE {s}.meta SET version = %s",
-    # One statement (one round trip, atomic): the checkpoint and the thread's status,
-    # unless another live run leases the thread (then nothing, and its holder).
-    "put": "WITH other AS (SELECT holder FROM {s}.leases WHERE thread_id = %(thread)s"
-    " AND owner <> %(run)s AND expires_at > clock_timestamp()),"
-    " checkpoint AS (INSERT INTO {s}.checkpoints (thread_id, step, run_id, created_at, body)"
-    " SELECT %(thread)s, %(step)s, %(run)s, %(at)s, %(body)s WHERE NOT EXISTS (SELECT FROM other)),"
-    " thread AS (INSERT INTO {s}.threads (thread_id, status, run_id, step, updated_at)"
-    " SELECT %(thread)s, %(status)s, %(run)s, %(step)s, %(at)s"
-    " WHERE NOT EXISTS (SELECT FROM other)"
-    " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status,"
-    " run_id = excluded.run_id, step = excluded.step, updated_at = excluded.updated_at)"
-    " SELECT holder FROM other",
+    # One statement (one round trip, atomic) each: the checkpoint and the thread's status,
+    # written only if the writer's claim still holds (its token is the thread's, the
+    # lease row locked against a takeover meanwhile); then whether it did, and the holder.
+    "put": _PUT.format(mine=_MINE, again=""),
+    "put_again": _PUT.format(mine=_MINE, again=_NOT_STORED),
+    # A put outside any claim: unless another live run leases the thread.
+    "put_unclaimed": _PUT.format(mine=_FREE, again=""),
+    "put_unclaimed_again": _PUT.format(mine=_FREE, again=_NOT_STORED),
     "latest": "SELECT body FROM {s}.checkpoints WHERE thread_id = %s ORDER BY id DESC LIMIT 1",
     "all": "SELECT body FROM {s}.checkpoints WHERE thread_id = %s ORDER BY id",
     "delete_checkpoints": "DELETE FROM {s}.checkpoints WHERE thread_id = %s",
@@ -128,12 +179,13 @@ _STATEMENTS: dict[str, LiteralString] = {
     " VALUES (%(thread)s, %(owner)s, %(holder)s,"
     " clock_timestamp() + %(ttl)s * interval '1 second')"
     " ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,"
-    " expires_at = excluded.expires_at, cancel_requested = false"
-    " WHERE l.expires_at < clock_timestamp() RETURNING owner",
+    " expires_at = excluded.expires_at, cancel_requested = false, token = excluded.token"
+    # (The same owner again: a retry of an acquisition whose answer was lost.)
+    " WHERE l.expires_at < clock_timestamp() OR l.owner = excluded.owner RETURNING token",
     "holder": "SELECT holder FROM {s}.leases WHERE thread_id = %s",
     "renew": "UPDATE {s}.leases SET expires_at = clock_timestamp() + %s * interval '1 second'"
-    " WHERE thread_id = %s AND owner = %s RETURNING cancel_requested",
-    "release": "DELETE FROM {s}.leases WHERE thread_id = %s AND owner = %s",
+    " WHERE thread_id = %s AND token = %s RETURNING cancel_requested",
+    "release": "DELETE FROM {s}.leases WHERE thread_id = %s AND token = %s",
     "cancel": "UPDATE {s}.leases SET cancel_requested = true"
     " WHERE thread_id = %s AND expires_at > clock_timestamp()",
 }
@@ -153,6 +205,37 @@ def _positive(instance: Any, attribute: attrs.Attribute[float], value: float) ->
         raise ValueError(f"{attribute.name} must be positive, got {value!r}")
 
 
+_log = get_logger(component="postgres")
+
+
+class _ConnectionLost(Exception):
+    """The connection of an operation broke (``error``): worth one retry elsewhere."""
+
+    def __init__(self, error: psycopg.OperationalError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _connect_args(pool: ConnectionPool) -> tuple[str, dict[str, Any]]:
+    """The conninfo and the keyword arguments ``pool`` connects with."""
+    conninfo, kwargs = pool.conninfo, pool.kwargs
+    return (
+        conninfo() if callable(conninfo) else conninfo,
+        dict((kwargs() if callable(kwargs) else kwargs) or {}),
+    )
+
+
+def _target(pool: ConnectionPool) -> str:
+    """Where ``pool`` connects, for errors: host, port and database (no password)."""
+    try:
+        conninfo, kwargs = _connect_args(pool)
+        params: dict[str, Any] = {**conninfo_to_dict(conninfo), **kwargs}
+    except psycopg.Error:
+        return "the configured server"
+    host = params.get("host") or params.get("hostaddr") or "localhost"
+    return f"{host}:{params.get('port') or 5432} database {params.get('dbname') or '(default)'}"
+
+
 @attrs.define(eq=False)
 class PostgresSaver:
     """Checkpoints in PostgreSQL (see the module docstring): ``PostgresSaver(dsn)``, or
@@ -161,10 +244,18 @@ class PostgresSaver:
     Nothing happens in ``__init__``: the pool opens and the layout is checked on first
     use, in a worker thread. Use ``async with PostgresSaver(dsn) as saver`` or call
     ``aclose()`` (which closes the pool this saver made; a given pool stays yours).
-    ``max_connections`` sizes the pool this saver makes (in autocommit mode; the pool's
-    own worker threads stop when it is closed). Operations that find the pool exhausted
-    wait for a connection (``psycopg_pool.PoolTimeout`` after 30 s). A pool of your own
-    may be in either mode: multi-statement operations open a transaction themselves.
+    ``max_connections`` sizes the pool this saver makes (in autocommit mode, each
+    connection checked as it is taken out; the pool's own worker threads stop when it is
+    closed). Operations that find no connection within ``connect_timeout`` seconds (the
+    pool exhausted, or the server gone) fail: ``SaverUnavailable`` when the server cannot
+    be reached, ``psycopg_pool.PoolTimeout`` when it can (every connection busy). A pool
+    of your own may be in either mode (multi-statement operations open a transaction
+    themselves); give it ``check=ConnectionPool.check_connection`` too, or a connection
+    the server dropped costs the operation that finds it its one retry.
+
+    Raised by every method: ``ValueError`` when a thread id breaks the rule of
+    ``check_thread_id`` (before any I/O); ``SaverUnavailable`` when the server cannot
+    be reached.
     """
 
     dsn: str | None = None
@@ -173,12 +264,14 @@ class PostgresSaver:
     lease_ttl: float = attrs.field(default=10.0, kw_only=True, validator=_positive)
     heartbeat: float = attrs.field(default=1.0, kw_only=True, validator=_positive)
     max_connections: int = attrs.field(default=10, kw_only=True)
+    connect_timeout: float = attrs.field(default=30.0, kw_only=True, validator=_positive)
     _own_pool: bool = attrs.field(default=False, init=False)
     _ready: bool = attrs.field(default=False, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _sql: dict[str, sql.Composed] = attrs.field(init=False)
     _holder: str = attrs.field(init=False)
+    _tokens: dict[tuple[str, str], int] = attrs.field(factory=dict, init=False)
 
     def __attrs_post_init__(self) -> None:
         if (self.dsn is None) == (self.pool is None):
@@ -215,7 +308,8 @@ class PostgresSaver:
     # --- connections ---------------------------------------------------------------
 
     def _pool(self) -> ConnectionPool:
-        """The pool, opened (and the layout migrated) on first use."""
+        """The pool, opened on first use (``SaverUnavailable`` if the server cannot be
+        reached; the next operation tries again)."""
         with self._lock:
             if self._closed:
                 raise anyio.ClosedResourceError("this PostgresSaver was closed")
@@ -227,15 +321,35 @@ class PostgresSaver:
                     max_size=self.max_connections,
                     open=False,
                     kwargs={"autocommit": True},
+                    check=ConnectionPool.check_connection,
                     name=f"reactcore-{self.schema}",
                 )
-                pool.open(wait=True, timeout=30)
+                try:
+                    pool.open(wait=True, timeout=self.connect_timeout)
+                except PoolTimeout as exc:
+                    pool.close()
+                    raise self._unreachable(pool, exc) from exc
                 self.pool, self._own_pool = pool, True
-            if not self._ready:
-                with self.pool.connection() as conn:
-                    self._migrate(conn)
-                self._ready = True
             return self.pool
+
+    def _unreachable(self, pool: ConnectionPool, exc: PoolTimeout) -> Exception:
+        """Why ``pool`` gave no connection: ``SaverUnavailable`` with the server's answer
+        to one direct attempt, or ``exc`` itself when the server answers (the pool is
+        merely exhausted)."""
+        timeout = max(2, math.ceil(min(self.connect_timeout, 10.0)))
+        try:
+            conninfo, kwargs = _connect_args(pool)
+            with psycopg.connect(conninfo, **{**kwargs, "connect_timeout": timeout}):
+                pass
+        except psycopg.Error as cause:
+            target = _target(pool)
+            reason = " ".join(str(cause).split()) or repr(cause)
+            return SaverUnavailable(
+                f"PostgreSQL at {target} cannot be reached: no connection within "
+                f"{self.connect_timeout:g} s ({reason})",
+                target=target,
+            )
+        return exc
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         """Bring the schema to ``POSTGRES_SCHEMA`` in one transaction; concurrent
@@ -266,27 +380,73 @@ class PostgresSaver:
             else:
                 conn.execute(self._sql["set_version"], (POSTGRES_SCHEMA,))
 
+    def _attempt(self, operation: Callable[[psycopg.Connection[Any]], _T], transaction: bool) -> _T:
+        """Run ``operation`` once on a pooled connection (the layout migrated first, on
+        first use); ``_ConnectionLost`` when the connection broke."""
+        pool = self._pool()
+        try:
+            with pool.connection(timeout=self.connect_timeout) as conn:
+                try:
+                    if not self._ready:
+                        self._migrate(conn)
+                        self._ready = True
+                    if not transaction:
+                        return operation(conn)
+                    with conn.transaction():
+                        return operation(conn)
+                except psycopg.OperationalError as exc:
+                    if conn.broken or conn.closed:
+                        raise _ConnectionLost(exc) from exc
+                    raise
+        except PoolTimeout as exc:
+            raise self._unreachable(pool, exc) from exc
+
     def _sync(
-        self, operation: Callable[[psycopg.Connection[Any]], _T], transaction: bool = True
+        self,
+        operation: Callable[[psycopg.Connection[Any]], _T],
+        transaction: bool = True,
+        again: Callable[[psycopg.Connection[Any]], _T] | None = None,
     ) -> _T:
         """Run ``operation`` on a pooled connection (in a worker thread): in a transaction,
         or (``transaction=False``, for one statement) as it comes; the pool this saver
-        makes is in autocommit mode, so a single statement is a single round trip."""
-        with self._pool().connection() as conn:
-            if not transaction:
-                return operation(conn)
-            with conn.transaction():
-                return operation(conn)
+        makes is in autocommit mode, so a single statement is a single round trip.
+
+        When the connection breaks (the server terminated it, or restarted), the pool's
+        idle connections are checked and the operation runs once more on a fresh one:
+        ``again`` if given (the idempotent form of an operation that is not), else
+        ``operation``. Broken again: ``SaverUnavailable``.
+        """
+        try:
+            return self._attempt(operation, transaction)
+        except _ConnectionLost as lost:
+            first = lost.error
+        _log.warning("postgres_connection_lost", schema=self.schema, error=repr(first))
+        pool = self._pool()
+        pool.check()  # drop the other connections the server closed, before retrying
+        try:
+            return self._attempt(again or operation, transaction)
+        except _ConnectionLost as lost:
+            target = _target(pool)
+            raise SaverUnavailable(
+                f"PostgreSQL at {target} cannot be reached: the connection broke, then "
+                f"again on a fresh one ({first}; then {lost.error})".replace("\n", " "),
+                target=target,
+            ) from lost.error
 
     async def _run(
         self, operation: Callable[[psycopg.Connection[Any]], _T], transaction: bool = True
     ) -> _T:
         return await anyio.to_thread.run_sync(self._sync, operation, transaction)
 
+    def _token(self, thread_id: str, owner: str) -> int | None:
+        with self._lock:
+            return self._tokens.get((thread_id, owner))
+
     # --- the Saver protocol ----------------------------------------------------------
 
     async def get(self, thread_id: str) -> Checkpoint | None:
         """The latest checkpoint of ``thread_id``, or ``None``."""
+        check_thread_id(thread_id)
 
         def latest() -> Checkpoint | None:
             statement = self._sql["latest"]
@@ -296,33 +456,50 @@ class PostgresSaver:
         return await anyio.to_thread.run_sync(latest)
 
     async def put(self, thread_id: str, checkpoint: Checkpoint) -> None:
-        """Store ``checkpoint`` as the latest of ``thread_id``: one transaction writing
-        the checkpoint row and the thread's status.
+        """Store ``checkpoint`` as the latest of ``thread_id``: one statement writing
+        the checkpoint row and the thread's status, fenced by the claim of
+        ``checkpoint.run_id`` when this saver holds one (see the module docstring).
 
-        Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread;
-        ``TypeError`` when the state holds a value a checkpoint cannot keep;
-        ``ThreadBusy`` when another live run (not ``checkpoint.run_id``) leases the thread.
+        Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread
+        or the thread id breaks the rule of ``check_thread_id``; ``TypeError`` when the
+        state holds a value a checkpoint cannot keep; ``LeaseLost`` when the claim of
+        ``checkpoint.run_id`` was taken over (nothing is written); ``ThreadBusy`` when
+        there is no such claim and another live run leases the thread.
         """
         _check_thread(thread_id, checkpoint)
+        owner = checkpoint.run_id
         params = {
             "thread": thread_id,
             "step": checkpoint.step,
-            "run": checkpoint.run_id,
+            "run": owner,
             "at": checkpoint.created_at,
             "status": thread_status(checkpoint),
         }
 
         def insert() -> None:
             body = dump_checkpoint(checkpoint)  # encoded outside the connection
-            query = {**params, "body": body}
-            holder = self._sync(lambda c: c.execute(self._sql["put"], query).fetchone(), False)
-            if holder is not None:
-                raise ThreadBusy(thread_id, holder[0])
+            token = self._token(thread_id, owner)
+            query = {**params, "body": body, "token": token}
+            kind = "put" if token is not None else "put_unclaimed"
+            first, again = self._sql[kind], self._sql[f"{kind}_again"]
+            row = self._sync(
+                lambda c: c.execute(first, query).fetchone(),
+                False,
+                lambda c: c.execute(again, query).fetchone(),
+            )
+            assert row is not None  # the statement's last SELECT gives one row
+            stored, holder = row
+            if stored:
+                return
+            if token is None:
+                raise ThreadBusy(thread_id, holder or "another run")
+            raise LeaseLost(thread_id, owner, holder or "it has since released the thread")
 
         await anyio.to_thread.run_sync(insert)
 
     async def delete(self, thread_id: str) -> None:
         """Forget ``thread_id``."""
+        check_thread_id(thread_id)
 
         def forget(conn: psycopg.Connection[Any]) -> None:
             conn.execute(self._sql["delete_checkpoints"], (thread_id,))
@@ -332,6 +509,7 @@ class PostgresSaver:
 
     async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
         """Every checkpoint of ``thread_id``, oldest first."""
+        check_thread_id(thread_id)
 
         def every() -> builtins.list[Checkpoint]:
             statement = self._sql["all"]
@@ -350,7 +528,7 @@ class PostgresSaver:
         limit: int = 100,
     ) -> builtins.list[ThreadInfo]:
         """A page of threads with ``status`` (see ``LeasingSaver.threads``)."""
-        _page((), status, after, limit)  # checks limit
+        _page((), status, after, limit)  # checks limit and after
         query = {"status": status, "after": after, "limit": limit}
         rows = await self._run(lambda c: c.execute(self._sql["threads"], query).fetchall(), False)
         return [ThreadInfo(*row) for row in rows]
@@ -362,8 +540,10 @@ class PostgresSaver:
         owner: str,
         wait: float = 0.0,
         on_cancel: Callable[[], None] = lambda: None,
-    ) -> AbstractAsyncContextManager[None]:
-        """Lease ``thread_id`` for the block, across replicas (see ``LeasingSaver.claim``)."""
+    ) -> AbstractAsyncContextManager[Lease]:
+        """Lease ``thread_id`` for the block, across replicas (see ``LeasingSaver.claim``);
+        the block's checkpoints (``run_id == owner``) are fenced by the lease's token."""
+        check_thread_id(thread_id)
         return hold_lease(
             _RowLeases(self),
             thread_id,
@@ -377,6 +557,7 @@ class PostgresSaver:
     async def request_cancel(self, thread_id: str) -> bool:
         """Ask the run leasing ``thread_id`` (on any replica) to stop; whether a live
         lease was found. The run sees it within ``heartbeat`` seconds."""
+        check_thread_id(thread_id)
 
         def ask(conn: psycopg.Connection[Any]) -> bool:
             return conn.execute(self._sql["cancel"], (thread_id,)).rowcount > 0
@@ -386,7 +567,8 @@ class PostgresSaver:
 
 @attrs.frozen
 class _RowLeases:
-    """The lease rows of a ``PostgresSaver`` as a ``LeaseBackend`` (worker-thread calls)."""
+    """The lease rows of a ``PostgresSaver`` as a ``LeaseBackend`` (worker-thread calls);
+    the token of each lease it holds is kept in the saver, for ``put``."""
 
     saver: PostgresSaver
 
@@ -399,17 +581,26 @@ class _RowLeases:
             "ttl": saver.lease_ttl,
         }
 
-        def acquire(conn: psycopg.Connection[Any]) -> str | None:
-            if conn.execute(saver._sql["acquire"], query).fetchone() is not None:
-                return None
+        def acquire(conn: psycopg.Connection[Any]) -> int | str:
+            row = conn.execute(saver._sql["acquire"], query).fetchone()
+            if row is not None:
+                return int(row[0])
             row = conn.execute(saver._sql["holder"], (thread_id,)).fetchone()
             return "another run" if row is None else str(row[0])
 
-        return saver._sync(acquire)
+        got = saver._sync(acquire)
+        if isinstance(got, str):
+            return got
+        with saver._lock:
+            saver._tokens[(thread_id, owner)] = got
+        return None
 
     def renew(self, thread_id: str, owner: str) -> Renewal:
         saver = self.saver
-        params = (saver.lease_ttl, thread_id, owner)
+        token = saver._token(thread_id, owner)
+        if token is None:
+            return "lost"
+        params = (saver.lease_ttl, thread_id, token)
         row = saver._sync(lambda c: c.execute(saver._sql["renew"], params).fetchone(), False)
         if row is None:
             return "lost"
@@ -417,4 +608,8 @@ class _RowLeases:
 
     def release(self, thread_id: str, owner: str) -> None:
         saver = self.saver
-        saver._sync(lambda c: c.execute(saver._sql["release"], (thread_id, owner)), False)
+        with saver._lock:
+            token = saver._tokens.pop((thread_id, owner), None)
+        if token is not None:
+            params = (thread_id, token)
+            saver._sync(lambda c: c.execute(saver._sql["release"], params), False)

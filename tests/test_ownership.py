@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from reactcore import (
     ToolCallStarted,
     ToolResponseMessage,
     UserMessage,
+    check_thread_id,
     tool,
 )
 from reactcore._checkpoint import LeasingSaver, Saver
@@ -419,3 +421,98 @@ async def test_misuse_is_a_value_error() -> None:
         await agent.cancel_thread("t")
     with pytest.raises(ValueError, match="wait_for_thread"):
         RunnableConfig(thread_id="t", wait_for_thread=-1)
+
+
+# --- thread ids ---------------------------------------------------------------------------
+
+RULE = (
+    r"a thread id must be a non-empty str of valid Unicode \(no lone surrogates\), without "
+    r"NUL characters, of at most 1024 bytes in UTF-8"
+)
+
+
+def _incompressible(size: int) -> str:
+    """``size`` bytes of UTF-8 that no compression shrinks: random 3-byte characters."""
+    draw = random.Random(size)
+    chars = [
+        chr(draw.choice([draw.randrange(0x800, 0xD800), draw.randrange(0xE000, 0xFFFE)]))
+        for _ in range(size // 3)
+    ]
+    return "".join(chars) + "x" * (size % 3)
+
+
+BAD_IDS = {
+    "empty": ("", "got an empty string"),
+    "NUL": ("a\x00b", "has a NUL at index 1"),
+    "lone surrogate": ("ab\ud800", "has a lone surrogate at index 2"),
+    "1025 ASCII bytes": ("x" * 1025, "has 1025 bytes"),
+    "513 two-byte characters": ("é" * 513, "has 1026 bytes"),
+    "10 kB incompressible": (_incompressible(10_016), "has 10016 bytes"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_IDS))
+async def test_every_saver_checks_thread_ids_before_any_io(saver: LeasingSaver, case: str) -> None:
+    """Issue 18: one rule for thread ids in every saver (non-empty, valid Unicode without
+    NUL, at most 1024 bytes in UTF-8): each method refuses a breaking id with a
+    ``ValueError`` naming the rule and the problem (never a driver's ``DataError``,
+    ``UnicodeEncodeError`` or an index-size error), and stores nothing; so does a run."""
+    bad, problem = BAD_IDS[case]
+    calls: list[Callable[[], Awaitable[object]]] = [
+        lambda: saver.get(bad),
+        lambda: saver.put(bad, _checkpoint(bad, {"n": 1})),
+        lambda: saver.list(bad),
+        lambda: saver.delete(bad),
+        lambda: saver.request_cancel(bad),
+        lambda: saver.threads(after=bad),
+        lambda: ReactAgent("a", ScriptedChatModel(["no"]), saver=saver).invoke(
+            "hi", RunnableConfig(thread_id=bad)
+        ),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=RULE) as refused:
+            await call()
+        assert problem in str(refused.value)
+        assert len(str(refused.value)) < 300  # a 10 kB id is not echoed whole
+    with pytest.raises(ValueError, match=RULE):
+        async with saver.claim(bad, owner="r"):
+            pytest.fail("claimed a bad thread id")  # pragma: no cover
+    assert await saver.threads(status=None) == []
+
+
+async def test_the_longest_thread_id_works_in_every_saver(saver: LeasingSaver) -> None:
+    """A thread id of exactly 1024 bytes of incompressible UTF-8 (the longest the rule
+    allows, which PostgreSQL indexes) works end to end: a run, its checkpoint, the
+    thread's listing, its deletion."""
+    longest = _incompressible(1024)
+    assert len(longest.encode()) == 1024
+    agent = ReactAgent("a", ScriptedChatModel(["answer"]), saver=saver)
+    assert (await agent.invoke("hi", RunnableConfig(thread_id=longest))).text == "answer"
+    latest = await saver.get(longest)
+    assert latest is not None and latest.thread_id == longest
+    assert [i.thread_id for i in await saver.threads(status="finished")] == [longest]
+    await saver.delete(longest)
+    assert await saver.list(longest) == []
+
+
+async def test_a_saver_of_your_own_gets_the_thread_id_rule() -> None:
+    """A run on a saver that only has the four ``Saver`` methods checks the thread id
+    too, before the saver is called at all; ``check_thread_id`` is public for such
+    savers, and names a wrong type a ``TypeError``."""
+    plain: Any = PlainSaver()
+    touched: list[str] = []
+
+    async def get(thread_id: str) -> Any:
+        touched.append(thread_id)
+        return None
+
+    plain.get = get
+    agent = ReactAgent("a", ScriptedChatModel(["no"]), saver=plain)
+    with pytest.raises(ValueError, match=RULE):
+        await agent.invoke("hi", RunnableConfig(thread_id="a\x00"))
+    with pytest.raises(ValueError, match=RULE):
+        await agent.cancel_thread("")
+    assert touched == []
+    assert check_thread_id("t-1") == "t-1"
+    with pytest.raises(TypeError, match=RULE):
+        check_thread_id(42)  # type: ignore[arg-type]

@@ -7,27 +7,35 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
+from psycopg_pool import ConnectionPool
+from structlog.testing import capture_logs
 
 from reactcore import (
     AssistantMessage,
     Checkpoint,
+    LeaseLost,
     OverAllState,
     ReactAgent,
     RunCancelled,
     RunnableConfig,
+    SaverUnavailable,
     SqliteSaver,
     ThreadBusy,
     ToolCallStarted,
@@ -37,7 +45,7 @@ from reactcore import (
     load_checkpoint,
     tool,
 )
-from reactcore.postgres import POSTGRES_SCHEMA, PostgresSaver
+from reactcore.postgres import _MIGRATIONS, POSTGRES_SCHEMA, PostgresSaver, _RowLeases
 from reactcore.testing import ScriptedChatModel
 from tests import pg
 from tests.helpers import asks
@@ -236,13 +244,20 @@ async def seed(spec: str, threads: list[str], pending: bool = False) -> None:
 
 
 def start_worker(
-    backend: str, spec: str, marks: Path, *args: str, tool_seconds: float = 0.02, slow: str = ""
+    backend: str,
+    spec: str,
+    marks: Path,
+    *args: str,
+    tool_seconds: float = 0.02,
+    slow: str = "",
+    wait: float = 0.0,
 ) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
         "REPLICA_TOOL_SECONDS": str(tool_seconds),
         "REPLICA_SLOW_CALLS": slow,
+        "REPLICA_WAIT": str(wait),
     }
     return subprocess.Popen(
         [sys.executable, str(WORKER), backend, spec, str(marks), *args],
@@ -378,6 +393,124 @@ def test_two_replicas_racing_for_one_thread(shared: str, tmp_path: Path) -> None
     assert starts == Counter(f"race-c{n}" for n in range(4))
 
 
+def wait_for_marks(
+    marks: Path, enough: Callable[[list[tuple[str, str, str, int]]], bool], *alive: Any
+) -> None:
+    """Wait (polling the marks file another process appends to) until ``enough``."""
+    deadline = time.monotonic() + 60
+    while not enough(read_marks(marks)):
+        for process in alive:
+            assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, read_marks(marks)
+        time.sleep(0.005)
+
+
+@contextmanager
+def paused(process: subprocess.Popen[str]) -> Iterator[None]:
+    """``process`` stopped (SIGSTOP) for the block, then continued (SIGCONT)."""
+    process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        process.send_signal(signal.SIGCONT)
+
+
+@attrs.frozen
+class Pause:
+    """What ``pause_while_another_resumes`` saw: each replica's pid and output (after
+    ``ready``), the thread's checkpoints when the second one had exited, the marks."""
+
+    first: int
+    first_out: str
+    second: int
+    second_out: str
+    history: list[Checkpoint]
+    marks: list[tuple[str, str, str, int]]
+
+
+def pause_while_another_resumes(spec: str, tmp_path: Path, backend: str, wait: float) -> Pause:
+    """A thread with a pending batch of 4 calls (1 s each); replica A (on ``backend``)
+    resumes it and, once its 4 calls started, is paused (SIGSTOP) while replica B (the
+    other backend) resumes the same thread, waiting up to ``wait`` s for it, until B has
+    exited; then A is continued (SIGCONT) until it exits."""
+    anyio.run(seed, spec, ["race"], True)
+    marks, go = tmp_path / "marks.txt", tmp_path / "go"
+    other = "trio" if backend == "asyncio" else "asyncio"
+    first = start_worker(backend, spec, marks, "race", str(go), "race", tool_seconds=1.0)
+    workers = [first]
+    try:
+        wait_ready(first)
+        go.touch()
+        wait_for_marks(marks, lambda rows: sum(r[0] == "start" for r in rows) == 4, first)
+        with paused(first):
+            second = start_worker(other, spec, marks, "race", str(go), "race", wait=wait)
+            workers.append(second)
+            second_out, err = second.communicate(timeout=60)
+            assert second.returncode == 0, err
+            history = anyio.run(histories, spec, ["race"])["race"]
+        first_out, err = first.communicate(timeout=60)
+        assert first.returncode == 0, err
+    finally:
+        stop(workers)
+    assert second_out.startswith("ready\n")
+    return Pause(first.pid, first_out, second.pid, second_out[6:], history, read_marks(marks))
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_paused_replica_cannot_overwrite_the_thread_its_successor_finished(
+    schema: str, tmp_path: Path, backend: str
+) -> None:
+    """Issue 18, with real processes and signals: replica A (on ``backend``) resumes a
+    thread's batch and is paused with SIGSTOP mid-batch, past its 1.5 s lease; replica B
+    (the other backend) waits for the lease to lapse, takes the thread over, finishes it
+    and releases it; then A gets SIGCONT. A writes nothing over the finished thread: it
+    ends with ``LeaseLost`` naming the thread; the thread stays finished, B's final
+    checkpoint last, no checkpoint of A's after B's; A starts no call and asks no model
+    after it resumes; the model was asked once in all, and a recovery pass finds nothing
+    to resume (nothing runs twice)."""
+    spec = f"postgres:{schema}"
+    seen = pause_while_another_resumes(spec, tmp_path, backend, wait=30)
+    assert seen.second_out.strip() == "ran"
+    [stale_run] = [d for what, _, d, pid in seen.marks if what == "run" and pid == seen.first]
+    assert seen.first_out.startswith(
+        f"lost run {stale_run} lost thread 'race': another owner took it over"
+    )
+    after = anyio.run(histories, spec, ["race"])["race"]
+    assert after == seen.history  # not one write of A's once B had finished
+    assert after[-1].next == "end" and after[-1].run_id != stale_run
+    runs = [c.run_id for c in after]
+    assert stale_run not in runs[runs.index(after[-1].run_id) :]
+    asked = [(what, pid) for what, *_, pid in seen.marks if what == "ask"]
+    assert asked == [("ask", seen.second)]
+    started = [pid for what, *_, pid in seen.marks if what == "start"]
+    assert started.count(seen.first) == 4  # all before the pause
+    assert anyio.run(unfinished_threads, spec) == []
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_paused_sqlite_holder_keeps_its_thread(tmp_path: Path, backend: str) -> None:
+    """SQLite's claims are ``flock``s, which the kernel keeps while their process lives,
+    even stopped: with replica A (on ``backend``) paused with SIGSTOP mid-batch, replica
+    B (the other backend) cannot take the thread over (``ThreadBusy`` naming A's run,
+    after waiting 1 s), so there is no stale owner to fence; after SIGCONT A finishes the
+    run itself, each call run once."""
+    spec = f"sqlite:{tmp_path / 'shared.db'}"
+    seen = pause_while_another_resumes(spec, tmp_path, backend, wait=1.0)
+    [holder_run] = [d for what, _, d, pid in seen.marks if what == "run" and pid == seen.first]
+    assert seen.second_out.startswith(
+        f"busy thread 'race' is busy: run {holder_run} (pid {seen.first}) owns it"
+    )
+    assert seen.first_out.strip() == "ran"
+    starts = Counter(d for what, _, d, _ in seen.marks if what == "start")
+    assert starts == Counter(f"race-c{n}" for n in range(4))
+    assert anyio.run(histories, spec, ["race"])["race"][-1].next == "end"
+
+
+async def unfinished_threads(spec: str) -> list[str]:
+    async with open_shared(spec) as source:
+        return [info.thread_id for info in await source.threads()]
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_cancel_thread_from_another_process(shared: str, tmp_path: Path, backend: str) -> None:
     """``agent.cancel_thread`` in this process stops the run another process owns,
@@ -500,9 +633,22 @@ async def test_100_concurrent_runs_share_a_small_pool(small_pool: PostgresSaver)
     assert len(await saver.threads(limit=1000)) == 100  # the cancelled ones, resumable
 
 
-async def test_a_run_whose_lease_is_taken_away_is_cancelled(saver: PostgresSaver) -> None:
-    """When another run takes a run's lease (its renewals came too late), the run is
-    cancelled at its next renewal: it must not go on beside the new owner."""
+def take_over(schema: str, thread_id: str, thief: str) -> None:
+    """What another replica's claim does to a lapsed lease, in one statement: a new
+    owner and a new token (without waiting for the TTL, or racing the old keeper)."""
+    with psycopg.connect(pg.DSN, autocommit=True) as conn:
+        conn.execute(
+            f'UPDATE "{schema}".leases SET owner = %s, holder = %s, token = '
+            f"nextval(pg_get_serial_sequence('\"{schema}\".leases', 'token'))"
+            " WHERE thread_id = %s",
+            (thief, f"run {thief} (elsewhere)", thread_id),
+        )
+
+
+async def test_a_run_whose_lease_is_taken_over_ends_with_lease_lost(saver: PostgresSaver) -> None:
+    """When another replica takes a run's lease over (its renewals came too late), the
+    run stops at its next renewal and ends with ``LeaseLost`` naming the thread, not as
+    cancelled: it must not go on beside the new owner, nor be resumed by its caller."""
     entered = anyio.Event()
 
     async def stuck(request: Any) -> AssistantMessage:
@@ -514,10 +660,106 @@ async def test_a_run_whose_lease_is_taken_away_is_cancelled(saver: PostgresSaver
     with anyio.fail_after(10):
         async with agent.start("hi", RunnableConfig(thread_id="t")) as run:
             await entered.wait()
-            with psycopg.connect(pg.DSN, autocommit=True) as conn:
-                conn.execute(f'UPDATE "{saver.schema}".leases SET owner = %s', ("thief",))
-            with pytest.raises(RunCancelled):
+            await anyio.to_thread.run_sync(take_over, saver.schema, "t", "thief")
+            with pytest.raises(LeaseLost) as lost:
                 await run.result()
+            assert run.status == "failed"
+    assert lost.value.thread_id == "t"
+    assert lost.value.owner == run.run_id
+    assert str(lost.value).startswith(f"run {run.run_id} lost thread 't': another owner took")
+    assert isinstance(lost.value, ThreadBusy)
+
+
+async def test_a_stale_owner_writes_nothing_after_a_takeover(
+    saver: PostgresSaver, schema: str
+) -> None:
+    """Fencing at the saver (issue 18): run A holds the lease and stalls (it stops
+    renewing) past its TTL; replica B claims the thread, finishes it and releases it.
+    Every write of A is refused by its stale token: ``put`` raises ``LeaseLost`` naming
+    the thread and B (while B holds the thread) or the release (after), its renewal
+    finds the lease lost, its release leaves B's lease alone; the thread stays finished,
+    B's checkpoint last. A released or expired lease is no free pass for a stale token."""
+    stalled = _RowLeases(saver)
+    assert stalled.try_acquire("t", "run-A") is None  # A's claim, with no keeper: it stalls
+    await saver.put("t", checkpoint(0, run_id="run-A"))  # A writes while it holds the thread
+    with psycopg.connect(pg.DSN, autocommit=True) as conn:  # A's TTL passes
+        conn.execute(f'UPDATE "{schema}".leases SET expires_at = clock_timestamp()')
+    async with PostgresSaver(pg.DSN, schema=schema, lease_ttl=5.0, heartbeat=0.05) as other:
+        async with other.claim("t", owner="run-B"):
+            with pytest.raises(
+                LeaseLost,
+                match=r"run run-A lost thread 't': another owner took "
+                r"it over \(run run-B \(",
+            ):
+                await saver.put("t", checkpoint(1, run_id="run-A"))
+            assert await anyio.to_thread.run_sync(stalled.renew, "t", "run-A") == "lost"
+            done = Checkpoint("t", OverAllState({"n": 2}), "end", 2, "run-B", created_at=2.0)
+            await other.put("t", done)
+        with pytest.raises(LeaseLost, match="it has since released the thread"):
+            await saver.put("t", checkpoint(3, run_id="run-A"))
+        async with other.claim("t", owner="run-C"):
+            await anyio.to_thread.run_sync(stalled.release, "t", "run-A")  # not C's lease
+            with pytest.raises(ThreadBusy, match="run run-C"):
+                async with saver.claim("t", owner="run-D"):
+                    pytest.fail("C's lease was released by A")  # pragma: no cover
+    assert [(c.run_id, c.step) for c in await saver.list("t")] == [("run-A", 0), ("run-B", 2)]
+    assert await saver.get("t") == done
+    [info] = await saver.threads(status=None)
+    assert (info.status, info.run_id) == ("finished", "run-B")
+
+
+async def test_a_retried_put_stores_its_checkpoint_once(saver: PostgresSaver) -> None:
+    """A ``put`` whose connection broke after the server stored it is retried with its
+    idempotent form, which stores nothing twice (a checkpoint is one per run and step)."""
+    async with saver.claim("t", owner="run-t"):
+        await saver.put("t", checkpoint(0))
+        row = await anyio.to_thread.run_sync(retry_put, saver, checkpoint(0))
+        assert row == (True, "run run-t (" + saver._holder + ")")
+        await saver.put("t", checkpoint(1))
+    assert [c.step for c in await saver.list("t")] == [0, 1]
+
+
+def retry_put(saver: PostgresSaver, stored: Checkpoint) -> Any:
+    """The statement a retried ``put`` of ``stored`` runs (its first attempt got through)."""
+    token = saver._token(stored.thread_id, stored.run_id)
+    query = {
+        "thread": stored.thread_id,
+        "step": stored.step,
+        "run": stored.run_id,
+        "at": stored.created_at,
+        "status": "unfinished",
+        "body": dump_checkpoint(stored),
+        "token": token,
+    }
+    return saver._sync(lambda c: c.execute(saver._sql["put_again"], query).fetchone(), False)
+
+
+async def test_a_version_1_layout_is_upgraded(schema: str) -> None:
+    """A schema at layout version 1 (no fencing tokens) is brought to the current version
+    on first use; its lease rows get a token, and claims work on it."""
+    with psycopg.connect(pg.DSN, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        for statement in _MIGRATIONS[0]:
+            conn.execute(statement.replace("{s}", f'"{schema}"'))
+        conn.execute(f'CREATE TABLE "{schema}".meta (version integer NOT NULL)')
+        conn.execute(f'INSERT INTO "{schema}".meta VALUES (1)')
+    leave_lease(schema, "old", "gone-run", -1.0)
+    async with PostgresSaver(pg.DSN, schema=schema) as saver:
+        with psycopg.connect(pg.DSN, autocommit=True) as conn:
+            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchall() == [(2,)]
+            [(token,)] = conn.execute(f'SELECT token FROM "{schema}".leases').fetchall()
+            assert isinstance(token, int)
+        async with saver.claim("old", owner="new-run") as lease:
+            await saver.put("old", checkpoint(0, "old", "new-run"))
+            assert saver._token("old", "new-run") not in (None, token)
+    assert lease.lost is None
+    assert [c.run_id for c in await saver_list(schema, "old")] == ["new-run"]
+    assert POSTGRES_SCHEMA == 2
+
+
+async def saver_list(schema: str, thread_id: str) -> list[Checkpoint]:
+    async with PostgresSaver(pg.DSN, schema=schema) as saver:
+        return await saver.list(thread_id)
 
 
 async def test_a_pool_of_your_own(schema: str) -> None:
@@ -537,3 +779,139 @@ async def test_a_pool_of_your_own(schema: str) -> None:
             assert await again.get("t") == checkpoint(1)
     finally:
         await anyio.to_thread.run_sync(pool.close)
+
+
+# --- connections that die, a server that is gone --------------------------------------
+
+
+def terminate_backends(application: str) -> int:
+    """Terminate every server process of connections named ``application``; how many."""
+    with psycopg.connect(pg.DSN, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = %s",
+            (application,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.mark.parametrize("pool_kind", ["own", "yours"])
+async def test_runs_survive_terminated_backends(schema: str, pool_kind: str) -> None:
+    """Issue 18: 20 concurrent runs of two tool steps each; while all 20 wait in a tool,
+    every server process of the saver's pool is terminated (``pg_terminate_backend``),
+    once per step. Every run finishes. The saver's own pool (``own``) checks connections
+    as they are taken out (the pool counts the lost ones); a pool of yours without that
+    check (``yours``) gets there through the one retry of a statement whose connection
+    broke (logged as ``postgres_connection_lost``)."""
+    runs = 20
+    application = f"rc_{uuid.uuid4().hex[:12]}"
+    dsn = make_conninfo(pg.DSN, application_name=application)
+    pool = None
+    if pool_kind == "yours":
+        pool = ConnectionPool(dsn, min_size=4, max_size=10, open=False)
+        await anyio.to_thread.run_sync(pool.open)
+    options: dict[str, Any] = {"schema": schema, "lease_ttl": 5.0, "heartbeat": 0.2}
+    saver = PostgresSaver(pool=pool, **options) if pool else PostgresSaver(dsn, **options)
+    go_on = [anyio.Event(), anyio.Event()]
+    waiting = [0, 0]
+    all_waiting = [anyio.Event(), anyio.Event()]
+
+    @tool
+    async def hold(n: int, step: int) -> str:
+        """Wait in step ``step`` until the test has terminated the connections."""
+        waiting[step] += 1
+        if waiting[step] == runs:
+            all_waiting[step].set()
+        await go_on[step].wait()
+        return f"held {n}"
+
+    def reply(request: Any) -> AssistantMessage:
+        n = int(request.messages[0].text.split()[1])
+        step = sum(isinstance(m, ToolResponseMessage) for m in request.messages)
+        if step < 2:
+            return asks((f"c{n}-{step}", "hold", {"n": n, "step": step}))
+        return AssistantMessage(f"answer {n}")
+
+    agent = ReactAgent("a", ScriptedChatModel([reply] * 100), tools=[hold], saver=saver)
+    texts: list[str] = []
+
+    async def one(n: int) -> None:
+        texts.append((await agent.invoke(f"go {n}", RunnableConfig(thread_id=f"t{n}"))).text)
+
+    try:
+        with capture_logs() as logs, anyio.fail_after(60):
+            async with saver, anyio.create_task_group() as tg:
+                for n in range(runs):
+                    tg.start_soon(one, n)
+                for step in range(2):
+                    await all_waiting[step].wait()
+                    assert await anyio.to_thread.run_sync(terminate_backends, application) >= 1
+                    go_on[step].set()
+                if pool is None:
+                    assert saver.pool is not None
+                    lost = saver.pool.get_stats().get("connections_lost", 0)
+    finally:
+        if pool is not None:
+            await anyio.to_thread.run_sync(pool.close)
+    assert sorted(texts) == sorted(f"answer {n}" for n in range(runs))
+    if pool is None:
+        assert lost >= 1
+    else:
+        assert any(e["event"] == "postgres_connection_lost" for e in logs)
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_server_that_does_not_answer_is_saver_unavailable() -> None:
+    """A DSN to a closed port: the first operation fails within ``connect_timeout`` with
+    ``SaverUnavailable`` naming the server and the driver's reason (not a raw driver
+    error, not ``PoolTimeout``), and so does a run on it; a bad thread id is a
+    ``ValueError`` at once, before any I/O."""
+    port = closed_port()
+    saver = PostgresSaver(f"postgresql://postgres@127.0.0.1:{port}/test", connect_timeout=1.0)
+    try:
+        with anyio.fail_after(1):
+            with pytest.raises(ValueError, match="thread id must be a non-empty str"):
+                await saver.get("")
+        started = anyio.current_time()
+        with pytest.raises(SaverUnavailable) as gone:
+            await saver.get("t")
+        assert anyio.current_time() - started < 10
+        assert gone.value.target == f"127.0.0.1:{port} database test"
+        assert str(gone.value).startswith(
+            f"PostgreSQL at 127.0.0.1:{port} database test cannot be reached: no connection "
+            "within 1 s ("
+        )
+        assert "refused" in str(gone.value)
+        agent = ReactAgent("a", ScriptedChatModel(["never"]), saver=saver)
+        with pytest.raises(SaverUnavailable, match="cannot be reached"):
+            await agent.invoke("hi", RunnableConfig(thread_id="t"))
+    finally:
+        await saver.aclose()
+
+
+async def test_a_dropped_database_is_saver_unavailable(schema: str) -> None:
+    """A saver whose database is dropped under it (its connections terminated): the next
+    operation fails within about ``connect_timeout`` with ``SaverUnavailable`` saying
+    that the database does not exist."""
+    name = f"rc_gone_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg.DSN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        dsn = make_conninfo(pg.DSN, dbname=name)
+        async with PostgresSaver(dsn, schema=schema, connect_timeout=2.0) as saver:
+            await saver.put("t", checkpoint(0))
+            with psycopg.connect(pg.DSN, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            started = anyio.current_time()
+            with pytest.raises(SaverUnavailable, match=f'database "{name}" does not exist'):
+                await saver.get("t")
+            assert anyio.current_time() - started < 15
+    finally:
+        with psycopg.connect(pg.DSN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -6,14 +6,17 @@ saver, as a service replica does at start-up, with a parallel batch of tool call
 
 SAVER is ``sqlite:PATH`` or ``postgres:SCHEMA`` (the server from ``REACTCORE_PG_DSN``).
 Every line this replica appends to MARKS is ``<what> <thread> <detail> <pid>``:
-``run`` (a run of this replica owns the thread; detail: the run id), ``start`` / ``end``
-(a tool call; detail: its id), ``finished`` (the run ended; detail: its text).
+``run`` (a run of this replica owns the thread; detail: the run id), ``ask`` (the model
+was asked; detail: how many messages it got), ``start`` / ``end`` (a tool call; detail:
+its id), ``finished`` (the run ended; detail: its text).
 
 ``serve``: resume every unfinished thread (``saver.threads()``), CONCURRENCY at a time,
 skipping the ones another replica owns (``ThreadBusy``), until none is left.
-``race``: wait for GO_FILE, then resume THREAD once; print ``ran``, ``busy <message>``
-or ``cancelled <ids of the calls kept>``. ``REPLICA_TOOL_SECONDS`` sets how long a
-call takes; the calls numbered in ``REPLICA_SLOW_CALLS`` take a minute.
+``race``: wait for GO_FILE, then resume THREAD once; print ``ran``, ``busy <message>``,
+``lost <message>`` (another owner took the thread over: ``LeaseLost``) or ``cancelled
+<ids of the calls kept>``. ``REPLICA_TOOL_SECONDS`` sets how long a call takes; the
+calls numbered in ``REPLICA_SLOW_CALLS`` take a minute; ``REPLICA_WAIT`` is how long a
+resume waits for a busy thread (``wait_for_thread``, default 0).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import anyio
 
 from reactcore import (
     AssistantMessage,
+    LeaseLost,
     ModelRequest,
     ReactAgent,
     RunCancelled,
@@ -47,6 +51,7 @@ from reactcore.testing import ScriptedChatModel
 BATCH = 4
 TOOL_SECONDS = float(os.environ.get("REPLICA_TOOL_SECONDS", "0.02"))
 SLOW_CALLS = {int(n) for n in os.environ.get("REPLICA_SLOW_CALLS", "").split(",") if n}
+WAIT = float(os.environ.get("REPLICA_WAIT", "0"))
 DSN = os.environ.get("REACTCORE_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 backend, saver_spec, marks_path, mode, *rest = sys.argv[1:]
@@ -71,6 +76,7 @@ def reply(request: ModelRequest) -> AssistantMessage:
     first = request.messages[0]
     assert isinstance(first, UserMessage)
     thread = first.text.split()[1]
+    mark("ask", thread, str(len(request.messages)))
     if isinstance(request.messages[-1], UserMessage):
         calls = [
             ToolCall(f"{thread}-c{n}", "work", json.dumps({"thread": thread, "n": n}))
@@ -98,9 +104,12 @@ async def open_saver() -> AsyncIterator[Any]:
 async def resume(agent: ReactAgent, thread: str) -> str:
     """Resume ``thread`` once: ``"ran"``, or why not."""
     try:
-        async with agent.start(None, RunnableConfig(thread_id=thread)) as run:
+        config = RunnableConfig(thread_id=thread, wait_for_thread=WAIT)
+        async with agent.start(None, config) as run:
             mark("run", thread, run.run_id)
             result = await run.result()
+    except LeaseLost as exc:  # stalled past its lease: another replica took the thread over
+        return f"lost {exc}"
     except ThreadBusy as exc:
         return f"busy {exc}"
     except ValueError as exc:  # another replica finished it since we listed it
