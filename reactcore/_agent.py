@@ -18,6 +18,7 @@ import anyio.abc
 import attrs
 import sniffio
 
+from . import _validate as valid
 from ._approval import Interrupt, Resume
 from ._checkpoint import Lease, Saver, claim_thread, request_cancel
 from ._config import RunnableConfig
@@ -42,7 +43,7 @@ from ._output import OUTPUT_MODES, OutputMode, final_answer_tool, parse_output, 
 from ._result import AgentResult
 from ._run import AgentRun, EventStream
 from ._state import MESSAGES, KeyStrategy, OverAllState
-from ._tool_node import AgentToolNode, ToolResolver
+from ._tool_node import LIMITER, AgentToolNode, ToolResolver
 from ._tools import Tool, index_tools
 from ._toolset import Toolset, chain_resolvers
 from ._tracing import Tracer, ambient, current, tracer_for
@@ -85,9 +86,38 @@ def _gather_tools(
     return list(index_tools(sources).values())
 
 
-def _non_empty(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError("a ReactAgent needs a non-empty name")
+TOOLS = valid.each(
+    valid.satisfies(
+        "a Tool, a function or a Toolset",
+        test=lambda v: isinstance(v, Tool) or callable(v) or isinstance(v, Toolset),
+    )
+)
+HOOKS = valid.each(
+    valid.satisfies(
+        "a hook (an object with a str name)",
+        test=lambda v: isinstance(getattr(v, "name", None), str),
+    )
+)
+INTERCEPTORS = valid.each(
+    valid.satisfies(
+        "an interceptor",
+        test=lambda v: (
+            callable(getattr(v, "wrap_model_call", None))
+            or callable(getattr(v, "wrap_tool_call", None))
+        ),
+        hint=lambda v: "; it has neither wrap_model_call nor wrap_tool_call",
+    )
+)
+SAVER = valid.has_methods(
+    "get", "put", "list", "delete", what="a Saver (with get, put, list and delete)", optional=True
+)
+TRACER_PROVIDER = valid.satisfies(
+    "a Tracer (with tool_call) or an OpenTelemetry TracerProvider (with get_tracer)",
+    test=lambda v: (
+        callable(getattr(v, "tool_call", None)) or callable(getattr(v, "get_tracer", None))
+    ),
+    optional=True,
+)
 
 
 @attrs.define(eq=False)
@@ -98,43 +128,78 @@ class ReactAgent:
     it has (sequential tools, 5 at most in parallel in one batch, 300 s per tool call).
     """
 
-    name: str = attrs.field(validator=_non_empty)
-    model: ChatModel
-    tools: Sequence[Tool | Callable[..., Any] | Toolset] = attrs.field(default=(), kw_only=True)
-    system_prompt: str | None = attrs.field(default=None, kw_only=True)
-    instruction: str | None = attrs.field(default=None, kw_only=True)
-    hooks: Sequence[Hook] = attrs.field(default=(), kw_only=True)
-    interceptors: Sequence[Any] = attrs.field(default=(), kw_only=True)
-    parallel_tool_execution: bool = attrs.field(default=False, kw_only=True)
+    name: str = attrs.field(validator=valid.text(non_empty=True))
+    model: ChatModel = attrs.field(validator=valid.chat_model())
+    tools: Sequence[Tool | Callable[..., Any] | Toolset] = attrs.field(
+        default=(), kw_only=True, validator=TOOLS
+    )
+    system_prompt: str | None = attrs.field(
+        default=None, kw_only=True, validator=valid.text(optional=True)
+    )
+    instruction: str | None = attrs.field(
+        default=None, kw_only=True, validator=valid.text(optional=True)
+    )
+    hooks: Sequence[Hook] = attrs.field(default=(), kw_only=True, validator=HOOKS)
+    interceptors: Sequence[Any] = attrs.field(default=(), kw_only=True, validator=INTERCEPTORS)
+    parallel_tool_execution: bool = attrs.field(
+        default=False, kw_only=True, validator=valid.boolean()
+    )
     # Told to the model as ChatOptions.parallel_tool_calls (when it has tools); None: not sent.
     parallel_tool_calls: bool | None = attrs.field(
         default=attrs.Factory(lambda self: self.parallel_tool_execution, takes_self=True),
         kw_only=True,
+        validator=valid.boolean(optional=True),
     )
-    max_parallel_tools: int = attrs.field(default=5, kw_only=True)
+    max_parallel_tools: int = attrs.field(
+        default=5, kw_only=True, validator=valid.integer(minimum=1)
+    )
     # None: max(40, max_parallel_tools) worker threads, shared by every run of the agent.
-    max_tool_threads: int | None = attrs.field(default=None, kw_only=True)
-    tool_limiter: anyio.CapacityLimiter | None = attrs.field(default=None, kw_only=True)
-    tool_execution_timeout: float = attrs.field(default=300.0, kw_only=True)
-    wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True)
-    output_key: str | None = attrs.field(default=None, kw_only=True)
-    output_schema: str | None = attrs.field(default=None, kw_only=True)
-    output_type: type | None = attrs.field(default=None, kw_only=True)
+    max_tool_threads: int | None = attrs.field(
+        default=None, kw_only=True, validator=valid.integer(minimum=1, optional=True)
+    )
+    tool_limiter: anyio.CapacityLimiter | None = attrs.field(
+        default=None, kw_only=True, validator=LIMITER
+    )
+    tool_execution_timeout: float = attrs.field(
+        default=300.0, kw_only=True, validator=valid.number(positive=True)
+    )
+    wrap_sync_tools_as_async: bool = attrs.field(
+        default=False, kw_only=True, validator=valid.boolean()
+    )
+    output_key: str | None = attrs.field(
+        default=None, kw_only=True, validator=valid.text(non_empty=True, optional=True)
+    )
+    output_schema: str | None = attrs.field(
+        default=None, kw_only=True, validator=valid.text(optional=True)
+    )
+    output_type: type | None = attrs.field(
+        default=None, kw_only=True, validator=valid.type_form(optional=True)
+    )
     output_mode: OutputMode = attrs.field(
-        default="response_format", kw_only=True, validator=attrs.validators.in_(OUTPUT_MODES)
+        default="response_format", kw_only=True, validator=valid.one_of(*OUTPUT_MODES)
     )
-    output_retries: int = attrs.field(default=1, kw_only=True, validator=attrs.validators.ge(0))
-    max_iterations: int | None = attrs.field(default=25, kw_only=True)
-    exception_processor: ToolExceptionProcessor | None = attrs.field(default=None, kw_only=True)
-    tool_context: Mapping[str, Any] = attrs.field(factory=dict, kw_only=True)
-    tool_resolver: ToolResolver | None = attrs.field(default=None, kw_only=True)
-    enable_logging: bool = attrs.field(default=False, kw_only=True)
-    model_error_as_message: bool = attrs.field(default=False, kw_only=True)
-    saver: Saver | None = attrs.field(default=None, kw_only=True)
+    output_retries: int = attrs.field(default=1, kw_only=True, validator=valid.integer(minimum=0))
+    max_iterations: int | None = attrs.field(
+        default=25, kw_only=True, validator=valid.integer(minimum=1, optional=True)
+    )
+    exception_processor: ToolExceptionProcessor | None = attrs.field(
+        default=None, kw_only=True, validator=valid.function(optional=True)
+    )
+    tool_context: Mapping[str, Any] = attrs.field(
+        factory=dict, kw_only=True, validator=valid.mapping()
+    )
+    tool_resolver: ToolResolver | None = attrs.field(
+        default=None, kw_only=True, validator=valid.function(optional=True)
+    )
+    enable_logging: bool = attrs.field(default=False, kw_only=True, validator=valid.boolean())
+    model_error_as_message: bool = attrs.field(
+        default=False, kw_only=True, validator=valid.boolean()
+    )
+    saver: Saver | None = attrs.field(default=None, kw_only=True, validator=SAVER)
     max_buffered_events: int = attrs.field(
-        default=256, kw_only=True, validator=attrs.validators.ge(1)
+        default=256, kw_only=True, validator=valid.integer(minimum=1)
     )
-    tracer_provider: Any = attrs.field(default=None, kw_only=True)
+    tracer_provider: Any = attrs.field(default=None, kw_only=True, validator=TRACER_PROVIDER)
 
     _hooks: list[Hook] = attrs.field(init=False)
     _strategies: dict[str, KeyStrategy] = attrs.field(init=False)

@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from . import _validate as valid
 from ._messages import ToolCall
 
 
@@ -20,24 +21,31 @@ class Edit:
     """Run the call with these arguments instead (a JSON string or a mapping); they are
     checked like the model's and replace the call's arguments in the history."""
 
-    arguments: str | Mapping[str, Any]
+    arguments: str | Mapping[str, Any] = attrs.field(
+        validator=valid.instance_of((str, Mapping), "a JSON str or a mapping")
+    )
 
 
 @attrs.frozen
 class Reject:
     """Do not run the call; the model gets ``message`` as an error response."""
 
-    message: str = "The user rejected this tool call."
+    message: str = attrs.field(default="The user rejected this tool call.", validator=valid.text())
 
 
 Decision = Approve | Edit | Reject
 
 
 def _decisions(value: Mapping[str, Decision]) -> dict[str, Decision]:
+    if not isinstance(value, Mapping):
+        return valid.leave(value)  # refused by the validator, naming the parameter
     out = dict(value)
     for call_id, decision in out.items():
         if not isinstance(decision, Approve | Edit | Reject):
-            raise TypeError(f"the decision for call {call_id!r} must be Approve, Edit or Reject")
+            raise TypeError(
+                f"Resume.decisions: the decision for call {call_id!r} must be Approve, Edit or "
+                f"Reject, got {valid.got(decision)}"
+            )
     return out
 
 
@@ -48,7 +56,7 @@ class Resume:
     ``agent.invoke(Resume({"call_1": Approve(), "call_2": Reject("no")}), config)``.
     """
 
-    decisions: Mapping[str, Decision] = attrs.field(converter=_decisions)
+    decisions: Mapping[str, Decision] = attrs.field(converter=_decisions, validator=valid.mapping())
 
 
 @attrs.frozen

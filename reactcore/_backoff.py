@@ -6,24 +6,22 @@ import random
 
 import attrs
 
+from . import _validate as valid
+
+DELAY = valid.number(minimum=0)
+FACTOR = valid.number(minimum=1)
+JITTER = valid.number(minimum=0, below=1)
+
 
 @attrs.frozen
 class Backoff:
     """Delays ``initial_delay · backoff_factor^(n-1)``, capped at ``max_delay``, each scaled
     by a random factor in ``[1 - jitter, 1 + jitter]``."""
 
-    initial_delay: float = 1.0
-    backoff_factor: float = 2.0
-    max_delay: float = 60.0
-    jitter: float = 0.25
-
-    def __attrs_post_init__(self) -> None:
-        if self.initial_delay < 0 or self.max_delay < 0:
-            raise ValueError("delays must not be negative")
-        if self.backoff_factor < 1:
-            raise ValueError("backoff_factor must be at least 1")
-        if not 0 <= self.jitter < 1:
-            raise ValueError("jitter must be in [0, 1)")
+    initial_delay: float = attrs.field(default=1.0, validator=DELAY)
+    backoff_factor: float = attrs.field(default=2.0, validator=FACTOR)
+    max_delay: float = attrs.field(default=60.0, validator=DELAY)
+    jitter: float = attrs.field(default=0.25, validator=JITTER)
 
     def delay(self, retry: int) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first retry)."""

@@ -76,6 +76,7 @@ import anyio.to_thread
 import attrs
 import cattrs
 
+from . import _validate as valid
 from ._exceptions import LeaseLost, ThreadBusy
 from ._logging import get_logger
 from ._messages import (
@@ -1165,9 +1166,11 @@ class SqliteSaver:
     among this process's runs).
     """
 
-    path: str | os.PathLike[str]
-    busy_timeout: float = 10.0
-    cancel_poll: float = 0.25
+    path: str | os.PathLike[str] = attrs.field(
+        validator=valid.instance_of((str, os.PathLike), "a str or an os.PathLike (a path)")
+    )
+    busy_timeout: float = attrs.field(default=10.0, validator=valid.number(minimum=0))
+    cancel_poll: float = attrs.field(default=0.25, validator=valid.number(positive=True))
     _conn: sqlite3.Connection | None = attrs.field(default=None, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)

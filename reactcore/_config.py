@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from . import _validate as valid
+
 
 @attrs.frozen
 class RunnableConfig:
@@ -21,9 +23,15 @@ class RunnableConfig:
     ``math.inf``: wait as long as it takes).
     """
 
-    thread_id: str | None = None
-    metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
-    context: dict[str, Any] = attrs.field(factory=dict, hash=False)
+    thread_id: str | None = attrs.field(
+        default=None, validator=valid.text(non_empty=True, optional=True)
+    )
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False, validator=valid.mapping())
+    context: dict[str, Any] = attrs.field(
+        factory=dict,
+        hash=False,
+        validator=valid.mapping(mutable=True),
+    )
     wait_for_thread: float = attrs.field(
-        default=0.0, kw_only=True, validator=attrs.validators.ge(0)
+        default=0.0, kw_only=True, validator=valid.number(minimum=0)
     )

@@ -6,6 +6,7 @@ from typing import Protocol
 
 import attrs
 
+from . import _validate as valid
 from ._exceptions import ToolExecutionError
 from ._interceptors import ToolCallRequest
 
@@ -21,7 +22,7 @@ class DefaultToolExceptionProcessor:
     """``Error: <Type>: <message> (tool '<name>')`` for the model; with ``always_throw``,
     ``ToolExecutionError`` (chained to the tool's exception) out of the node instead."""
 
-    always_throw: bool = False
+    always_throw: bool = attrs.field(default=False, validator=valid.boolean())
 
     def __call__(self, request: ToolCallRequest, error: Exception) -> str:
         name = request.call.name

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
+from . import _validate as valid
 from ._config import RunnableConfig
-from ._messages import ContentPart, ToolCall
+from ._messages import PART_TYPES, ContentPart, ToolCall
 from ._state import OverAllState
 
 if TYPE_CHECKING:
@@ -42,6 +43,9 @@ class ToolCallRequest:
         return attrs.evolve(self, call=attrs.evolve(self.call, arguments=raw))
 
 
+_PARTS = valid.each(valid.instance_of(PART_TYPES, "a content part (TextPart, ImagePart …)"))
+
+
 @attrs.frozen
 class ToolCallResponse:
     """What a call produced: the text for the model, the state updates it made, and the
@@ -51,10 +55,12 @@ class ToolCallResponse:
     model): an MCP tool's whole result, for instance.
     """
 
-    text: str
-    is_error: bool = False
-    update: Mapping[str, Any] = attrs.field(default=_NO_UPDATE, eq=False, repr=False)
-    parts: tuple[ContentPart, ...] = ()
+    text: str = attrs.field(validator=valid.text())
+    is_error: bool = attrs.field(default=False, validator=valid.boolean())
+    update: Mapping[str, Any] = attrs.field(
+        default=_NO_UPDATE, eq=False, repr=False, validator=valid.mapping()
+    )
+    parts: tuple[ContentPart, ...] = attrs.field(default=(), validator=_PARTS)
     data: Any = attrs.field(default=None, eq=False, repr=False)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import attrs
 
+from . import _validate as valid
 from ._config import RunnableConfig
 from ._interceptors import ModelHandler, ModelInterceptor, chain_model_interceptors
 from ._logging import get_logger
@@ -35,7 +36,7 @@ from ._models.base import (
 from ._result import TOKEN_USAGE
 from ._schema import json_schema
 from ._state import MESSAGES, OverAllState
-from ._tool_node import DYNAMIC_TOOLS, dynamic_tools
+from ._tool_node import DYNAMIC_TOOLS, TOOLS, dynamic_tools
 from ._tools import Tool, ToolNameClash, index_tools, name_clash
 from ._tracing import Tracer, current, model_trace
 
@@ -182,6 +183,12 @@ async def call_model(model: ChatModel, request: ModelRequest) -> ModelResponse:
     return assembler.result()
 
 
+_TEXT = valid.text(optional=True)
+_MODEL_INTERCEPTORS = valid.each(
+    valid.has_methods("wrap_model_call", what="a model interceptor (with wrap_model_call)")
+)
+
+
 @attrs.define(eq=False)
 class AgentLlmNode:
     """Calls the model on the conversation; ``await node(state, config)`` → partial update.
@@ -191,19 +198,29 @@ class AgentLlmNode:
     instruction under ``_INSTRUCTION_`` the first time.
     """
 
-    model: ChatModel
-    agent_name: str = attrs.field(default="agent", kw_only=True)
-    system_prompt: str | None = attrs.field(default=None, kw_only=True)
-    instruction: str | None = attrs.field(default=None, kw_only=True)
-    output_schema: str | None = attrs.field(default=None, kw_only=True)
-    output_type: type | None = attrs.field(default=None, kw_only=True)
-    output_key: str | None = attrs.field(default=None, kw_only=True)
-    response_format: Mapping[str, Any] | None = attrs.field(default=None, kw_only=True)
-    parallel_tool_calls: bool | None = attrs.field(default=None, kw_only=True)
-    tools: Sequence[Tool] = attrs.field(default=(), kw_only=True)
-    model_interceptors: Sequence[ModelInterceptor] = attrs.field(default=(), kw_only=True)
-    enable_reasoning_log: bool = attrs.field(default=False, kw_only=True)
-    model_error_as_message: bool = attrs.field(default=False, kw_only=True)
+    model: ChatModel = attrs.field(validator=valid.chat_model())
+    agent_name: str = attrs.field(default="agent", kw_only=True, validator=valid.text())
+    system_prompt: str | None = attrs.field(default=None, kw_only=True, validator=_TEXT)
+    instruction: str | None = attrs.field(default=None, kw_only=True, validator=_TEXT)
+    output_schema: str | None = attrs.field(default=None, kw_only=True, validator=_TEXT)
+    output_type: type | None = attrs.field(
+        default=None, kw_only=True, validator=valid.type_form(optional=True)
+    )
+    output_key: str | None = attrs.field(default=None, kw_only=True, validator=_TEXT)
+    response_format: Mapping[str, Any] | None = attrs.field(
+        default=None, kw_only=True, validator=valid.mapping(optional=True)
+    )
+    parallel_tool_calls: bool | None = attrs.field(
+        default=None, kw_only=True, validator=valid.boolean(optional=True)
+    )
+    tools: Sequence[Tool] = attrs.field(default=(), kw_only=True, validator=TOOLS)
+    model_interceptors: Sequence[ModelInterceptor] = attrs.field(
+        default=(), kw_only=True, validator=_MODEL_INTERCEPTORS
+    )
+    enable_reasoning_log: bool = attrs.field(default=False, kw_only=True, validator=valid.boolean())
+    model_error_as_message: bool = attrs.field(
+        default=False, kw_only=True, validator=valid.boolean()
+    )
 
     _schema: str | None = attrs.field(init=False)
     _own: dict[str, Tool] = attrs.field(init=False)

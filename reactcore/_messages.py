@@ -15,64 +15,16 @@ message holds besides its text: a ``UserMessage`` or a ``ToolResponse`` has ``te
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-_Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+from . import _validate as valid
 
-
-def _got(value: Any) -> str:
-    return f"{type(value).__name__} {value!r:.60}"
-
-
-def _typed(*types: type) -> _Validator:
-    """A validator: the field's value is an instance of one of ``types``."""
-    names = " or ".join(t.__name__ for t in types)
-
-    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if not isinstance(value, types):
-            owner = type(instance).__name__
-            raise TypeError(f"{owner}.{attribute.name} must be a {names}, got {_got(value)}")
-
-    return check
-
-
-def _items(*types: type) -> _Validator:
-    """A validator: every item of the field's tuple is an instance of one of ``types``."""
-    names = " or ".join(t.__name__ for t in types)
-
-    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        for index, item in enumerate(value):
-            if not isinstance(item, types):
-                owner = type(instance).__name__
-                raise TypeError(
-                    f"{owner}.{attribute.name}[{index}] must be a {names}, got {_got(item)}"
-                )
-
-    return check
-
-
-def _exactly(*types: type) -> _Validator:
-    """A validator: every item of the field's tuple is of exactly one of ``types`` (a
-    subclass would not come back from the wire or a checkpoint as itself)."""
-    names = ", ".join(t.__name__ for t in types)
-
-    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        for index, item in enumerate(value):
-            if type(item) not in types:
-                owner = type(instance).__name__
-                raise TypeError(
-                    f"{owner}.{attribute.name}[{index}] must be one of {names}, got {_got(item)}"
-                )
-
-    return check
-
-
-_text = _typed(str)
-_optional_text = attrs.validators.optional(_typed(str))
-_mapping = _typed(Mapping)
+_text = valid.text()
+_optional_text = valid.text(optional=True)
+_mapping = valid.mapping()
 
 
 # --- content parts ----------------------------------------------------------------------
@@ -219,8 +171,16 @@ def _to_parts(value: Any) -> tuple[ContentPart, ...]:
     return tuple(value)
 
 
+# Exactly these types: a subclass would not come back from the wire or a checkpoint as itself.
+_PARTS = valid.each(
+    valid.satisfies(
+        f"one of {', '.join(t.__name__ for t in PART_TYPES)}", test=lambda v: type(v) in PART_TYPES
+    )
+)
+
+
 def _parts_field() -> Any:
-    return attrs.field(default=(), converter=_to_parts, validator=_exactly(*PART_TYPES))
+    return attrs.field(default=(), converter=_to_parts, validator=_PARTS)
 
 
 def _system_role(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -284,15 +244,15 @@ class AssistantMessage:
 
     text: str = attrs.field(default="", validator=_text)
     tool_calls: tuple[ToolCall, ...] = attrs.field(
-        default=(), converter=_to_calls, validator=_items(ToolCall)
+        default=(),
+        converter=_to_calls,
+        validator=valid.each(valid.instance_of(ToolCall, "a ToolCall")),
     )
     metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False, validator=_mapping)
     visible_tools: tuple[str, ...] | None = attrs.field(
-        default=None, converter=_to_names, validator=attrs.validators.optional(_items(str))
+        default=None, converter=_to_names, validator=valid.each(_text, optional=True)
     )
-    finish_reason: str | None = attrs.field(
-        default=None, eq=False, validator=attrs.validators.optional(_text)
-    )
+    finish_reason: str | None = attrs.field(default=None, eq=False, validator=_optional_text)
     reasoning: str = attrs.field(default="", validator=_text)
 
 
@@ -309,7 +269,7 @@ class ToolResponse:
     id: str = attrs.field(validator=_text)
     name: str = attrs.field(validator=_text)
     response_data: str = attrs.field(validator=_text)
-    is_error: bool = attrs.field(default=False, validator=_typed(bool))
+    is_error: bool = attrs.field(default=False, validator=valid.boolean())
     parts: tuple[ContentPart, ...] = _parts_field()
     data: Any = attrs.field(default=None, eq=False)
 
@@ -326,7 +286,8 @@ class ToolResponseMessage:
     """
 
     responses: tuple[ToolResponse, ...] = attrs.field(
-        converter=_to_responses, validator=_items(ToolResponse)
+        converter=_to_responses,
+        validator=valid.each(valid.instance_of(ToolResponse, "a ToolResponse")),
     )
     metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False, validator=_mapping)
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import anyio
 import attrs
 
+from . import _validate as valid
 from ._config import RunnableConfig
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
 from ._exceptions import ToolArgumentError
@@ -67,14 +68,22 @@ def dynamic_tools(context: Mapping[str, Any]) -> Mapping[str, Tool]:
     return _index_tools(found, "the run's dynamic tools")
 
 
-def _positive(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be positive, got {value}")
+_positive = valid.number(positive=True)
+_at_least_one = valid.integer(minimum=1)
+_flag = valid.boolean()
+LIMITER = valid.instance_of(anyio.CapacityLimiter, "an anyio.CapacityLimiter", optional=True)
+TOOLS = valid.each(
+    valid.satisfies("a Tool or a function", test=lambda v: isinstance(v, Tool) or callable(v))
+)
 
 
-def _at_least_one(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
-    if value < 1:
-        raise ValueError(f"{attribute.name} must be at least 1, got {value}")
+def _frozen_context(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return frozen_mapping(value) if isinstance(value, Mapping) else valid.leave(value)
+
+
+_TOOL_INTERCEPTORS = valid.each(
+    valid.has_methods("wrap_tool_call", what="a tool interceptor (with wrap_tool_call)")
+)
 
 
 DEFAULT_TOOL_THREADS = 40  # anyio's own default thread limiter
@@ -308,33 +317,35 @@ class AgentToolNode:
     for a thread (queueing never counts against a call's timeout).
     """
 
-    tools: Sequence[Tool | Callable[..., Any]] = ()
-    agent_name: str = attrs.field(default="agent", kw_only=True)
-    parallel_tool_execution: bool = attrs.field(default=False, kw_only=True)
+    tools: Sequence[Tool | Callable[..., Any]] = attrs.field(default=(), validator=TOOLS)
+    agent_name: str = attrs.field(default="agent", kw_only=True, validator=valid.text())
+    parallel_tool_execution: bool = attrs.field(default=False, kw_only=True, validator=_flag)
     max_parallel_tools: int = attrs.field(default=5, kw_only=True, validator=_at_least_one)
     tool_limiter: anyio.CapacityLimiter | None = attrs.field(
-        default=None,
-        kw_only=True,
-        validator=attrs.validators.optional(attrs.validators.instance_of(anyio.CapacityLimiter)),
+        default=None, kw_only=True, validator=LIMITER
     )
     max_tool_threads: int | None = attrs.field(
         default=None, kw_only=True, validator=_threads_for_parallelism
     )
     tool_execution_timeout: float = attrs.field(default=300.0, kw_only=True, validator=_positive)
-    wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True)
-    tool_interceptors: Sequence[ToolInterceptor] = attrs.field(default=(), kw_only=True)
-    tool_resolver: ToolResolver | None = attrs.field(default=None, kw_only=True)
+    wrap_sync_tools_as_async: bool = attrs.field(default=False, kw_only=True, validator=_flag)
+    tool_interceptors: Sequence[ToolInterceptor] = attrs.field(
+        default=(), kw_only=True, validator=_TOOL_INTERCEPTORS
+    )
+    tool_resolver: ToolResolver | None = attrs.field(
+        default=None, kw_only=True, validator=valid.function(optional=True)
+    )
     tool_context: Mapping[str, Any] = attrs.field(
-        factory=dict, kw_only=True, converter=frozen_mapping
+        factory=dict, kw_only=True, converter=_frozen_context, validator=valid.mapping()
     )
     exception_processor: ToolExceptionProcessor = attrs.field(
-        factory=DefaultToolExceptionProcessor, kw_only=True
+        factory=DefaultToolExceptionProcessor, kw_only=True, validator=valid.function()
     )
-    enable_acting_log: bool = attrs.field(default=False, kw_only=True)
+    enable_acting_log: bool = attrs.field(default=False, kw_only=True, validator=_flag)
     # False when the calls run elsewhere and are limited there (reactcore.temporal: each
     # call is an activity with its own timeout): no per-call deadline, no tool limiters,
     # no tool_limiter, no thread slots — only the batch's max_parallel_tools.
-    local_limits: bool = attrs.field(default=True, kw_only=True)
+    local_limits: bool = attrs.field(default=True, kw_only=True, validator=_flag)
 
     _index: Mapping[str, Tool] = attrs.field(init=False)
     _limiters: tuple[anyio.CapacityLimiter, ...] = attrs.field(init=False)

@@ -25,6 +25,7 @@ import anyio.from_thread
 import attrs
 import cattrs
 
+from . import _validate as valid
 from ._config import RunnableConfig
 from ._docstrings import parameter_descriptions
 from ._exceptions import ToolArgumentError
@@ -205,6 +206,9 @@ class _Signature:
         return cls(schema, tuple(fields), context_param, args_cls, structure)
 
 
+_TIMEOUT = valid.number(positive=True, optional=True)
+
+
 @attrs.frozen(eq=False)
 class Tool:
     """A callable the model can ask for by ``name``.
@@ -214,17 +218,27 @@ class Tool:
     tool sharing it run at once — a per-resource limit on top of the node's.
     """
 
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    func: Callable[..., Any]
-    is_async: bool
-    timeout: float | None = None
-    return_direct: bool = False
-    limiter: anyio.CapacityLimiter | None = None
-    _signature: _Signature | None = attrs.field(default=None, alias="signature", repr=False)
+    name: str = attrs.field(validator=valid.text(non_empty=True))
+    description: str = attrs.field(validator=valid.text())
+    parameters: dict[str, Any] = attrs.field(validator=valid.mapping())
+    func: Callable[..., Any] = attrs.field(validator=valid.function())
+    is_async: bool = attrs.field(validator=valid.boolean())
+    timeout: float | None = attrs.field(default=None, validator=_TIMEOUT)
+    return_direct: bool = attrs.field(default=False, validator=valid.boolean())
+    limiter: anyio.CapacityLimiter | None = attrs.field(
+        default=None,
+        validator=valid.instance_of(
+            anyio.CapacityLimiter, "an anyio.CapacityLimiter", optional=True
+        ),
+    )
+    _signature: _Signature | None = attrs.field(
+        default=None,
+        alias="signature",
+        repr=False,
+        validator=valid.instance_of(_Signature, "a tool signature", optional=True),
+    )
     _check: Callable[[dict[str, Any]], str | None] | None = attrs.field(
-        default=None, alias="check", repr=False
+        default=None, alias="check", repr=False, validator=valid.function(optional=True)
     )
 
     @classmethod
@@ -243,8 +257,7 @@ class Tool:
         if not tool_name:
             raise ValueError("a tool needs a name")
         check_tool_name(tool_name)
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"tool {tool_name!r}: timeout must be positive, got {timeout}")
+        _TIMEOUT.spec.check(f"tool {tool_name!r}: timeout", timeout)
         signature = _Signature.of(func, tool_name)
         doc = _doc(func)
         return cls(
@@ -280,8 +293,7 @@ class Tool:
         ``reactcore.mcp`` does.
         """
         check_tool_name(name)
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"tool {name!r}: timeout must be positive, got {timeout}")
+        _TIMEOUT.spec.check(f"tool {name!r}: timeout", timeout)
         return cls(
             name,
             description,

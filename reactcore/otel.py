@@ -36,6 +36,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
 from . import _tracing
+from . import _validate as valid
 from ._exceptions import RunCancelled
 from ._messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
 from ._models.base import ChatModel, ModelRequest, ModelResponse, Usage
@@ -323,8 +324,15 @@ class OpenTelemetryTracer:
     Give an instance as ``ReactAgent(tracer_provider=...)`` to choose it per agent.
     """
 
-    tracer_provider: TracerProvider | None = None
-    capture_content: bool = attrs.field(factory=_content_from_env, kw_only=True)
+    tracer_provider: TracerProvider | None = attrs.field(
+        default=None,
+        validator=valid.has_methods(
+            "get_tracer", what="an OpenTelemetry TracerProvider (with get_tracer)", optional=True
+        ),
+    )
+    capture_content: bool = attrs.field(
+        factory=_content_from_env, kw_only=True, validator=valid.boolean()
+    )
     _tracer: trace.Tracer = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:

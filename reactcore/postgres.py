@@ -76,6 +76,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from . import _validate as valid
 from ._checkpoint import (
     Checkpoint,
     Lease,
@@ -193,16 +194,17 @@ _STATEMENTS: dict[str, LiteralString] = {
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
-def _check_schema(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:
-    if not _IDENTIFIER.fullmatch(value):
-        raise ValueError(
-            f"schema must be a plain SQL identifier (letters, digits, _), not {value!r}"
+_check_schema = valid.satisfies(
+    "a str",
+    str,
+    limits=[
+        (
+            lambda v: _IDENTIFIER.fullmatch(v) is not None,
+            "must be a plain SQL identifier (letters, digits, _)",
         )
-
-
-def _positive(instance: Any, attribute: attrs.Attribute[float], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be positive, got {value!r}")
+    ],
+)
+_positive = valid.number(positive=True)
 
 
 _log = get_logger(component="postgres")
@@ -258,12 +260,16 @@ class PostgresSaver:
     be reached.
     """
 
-    dsn: str | None = None
-    pool: ConnectionPool | None = attrs.field(default=None, kw_only=True)
+    dsn: str | None = attrs.field(default=None, validator=valid.text(optional=True))
+    pool: ConnectionPool | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=valid.instance_of(ConnectionPool, "a psycopg_pool.ConnectionPool", optional=True),
+    )
     schema: str = attrs.field(default="reactcore", kw_only=True, validator=_check_schema)
     lease_ttl: float = attrs.field(default=10.0, kw_only=True, validator=_positive)
     heartbeat: float = attrs.field(default=1.0, kw_only=True, validator=_positive)
-    max_connections: int = attrs.field(default=10, kw_only=True)
+    max_connections: int = attrs.field(default=10, kw_only=True, validator=valid.integer(minimum=1))
     connect_timeout: float = attrs.field(default=30.0, kw_only=True, validator=_positive)
     _own_pool: bool = attrs.field(default=False, init=False)
     _ready: bool = attrs.field(default=False, init=False)

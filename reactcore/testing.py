@@ -43,6 +43,7 @@ import anyio.from_thread
 import attrs
 from anyio.lowlevel import EventLoopToken, current_token
 
+from . import _validate as valid
 from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
 from ._messages import AssistantMessage
 from ._models.base import ModelChunk, ToolCallDelta, Usage
@@ -206,14 +207,27 @@ def _to_bytes(value: str | bytes) -> bytes:
     return value.encode() if isinstance(value, str) else value
 
 
+_STATUS = valid.satisfies(
+    "an int", int, reject=bool, limits=[(lambda v: 100 <= v <= 599, "must be in [100, 599]")]
+)
+_EVENT = valid.satisfies(
+    "a threading.Event (with set and wait)",
+    test=lambda v: callable(getattr(v, "set", None)) and callable(getattr(v, "wait", None)),
+)
+
+
 @attrs.frozen
 class HTTPReply:
     """A whole response: ``status``, ``body`` (text or bytes) and extra ``headers``."""
 
-    status: int = 200
-    body: bytes = attrs.field(default=b"", converter=_to_bytes)
-    headers: Mapping[str, str] = attrs.field(factory=dict, hash=False)
-    content_type: str = "application/json"
+    status: int = attrs.field(default=200, validator=_STATUS)
+    body: bytes = attrs.field(
+        default=b"",
+        converter=_to_bytes,
+        validator=valid.instance_of(bytes, "bytes or a str"),
+    )
+    headers: Mapping[str, str] = attrs.field(factory=dict, hash=False, validator=valid.mapping())
+    content_type: str = attrs.field(default="application/json", validator=valid.text())
 
     @classmethod
     def from_json(
@@ -260,7 +274,7 @@ def _event_data(event: SSEEvent) -> str:
 
 
 def _to_events(value: Sequence[SSEEvent]) -> tuple[SSEEvent, ...]:
-    return tuple(value)
+    return tuple(value) if valid.ITERABLE.accepts(value) else valid.leave(value)
 
 
 @attrs.frozen
@@ -273,9 +287,18 @@ class SSEReply:
     stays open until the client leaves. ``client_left`` is set when the client disconnects.
     """
 
-    events: tuple[SSEEvent, ...] = attrs.field(converter=_to_events)
-    ending: Literal["done", "eof", "cut", "hang", "done_then_hang"] = "done"
-    client_left: threading.Event = attrs.field(factory=threading.Event, eq=False, repr=False)
+    events: tuple[SSEEvent, ...] = attrs.field(
+        converter=_to_events,
+        validator=valid.each(
+            valid.instance_of((ModelChunk, Mapping, str), "a ModelChunk, a mapping or a str")
+        ),
+    )
+    ending: Literal["done", "eof", "cut", "hang", "done_then_hang"] = attrs.field(
+        default="done", validator=valid.one_of("done", "eof", "cut", "hang", "done_then_hang")
+    )
+    client_left: threading.Event = attrs.field(
+        factory=threading.Event, eq=False, repr=False, validator=_EVENT
+    )
 
     @classmethod
     def of(
@@ -313,8 +336,12 @@ class HangReply:
     ``arrived`` is set when the request has come, ``client_left`` when the client left.
     """
 
-    arrived: threading.Event = attrs.field(factory=threading.Event, eq=False, repr=False)
-    client_left: threading.Event = attrs.field(factory=threading.Event, eq=False, repr=False)
+    arrived: threading.Event = attrs.field(
+        factory=threading.Event, eq=False, repr=False, validator=_EVENT
+    )
+    client_left: threading.Event = attrs.field(
+        factory=threading.Event, eq=False, repr=False, validator=_EVENT
+    )
 
     async def respond(self, exchange: Exchange) -> None:
         self.arrived.set()

@@ -163,7 +163,7 @@ async def test_model_errors_raise_as_themselves() -> None:
 
 def test_construction_errors() -> None:
     """An empty name → ValueError."""
-    with pytest.raises(ValueError, match="non-empty name"):
+    with pytest.raises(ValueError, match=r"ReactAgent\.name must not be empty"):
         ReactAgent(" ", ScriptedChatModel([]))
 
 

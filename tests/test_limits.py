@@ -223,7 +223,7 @@ async def test_waiting_for_the_cap_never_counts_against_the_timeout() -> None:
     [
         ({"max_tool_threads": 0}, ValueError, "max_tool_threads must be at least 1, got 0"),
         ({"max_parallel_tools": 0}, ValueError, "max_parallel_tools must be at least 1, got 0"),
-        ({"tool_limiter": 5}, TypeError, "'tool_limiter' must be <class 'anyio"),
+        ({"tool_limiter": 5}, TypeError, "tool_limiter must be an anyio.CapacityLimiter"),
     ],
 )
 def test_limit_options_are_checked_when_the_agent_is_built(

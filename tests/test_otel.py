@@ -557,8 +557,10 @@ def test_tracer_provider_without_opentelemetry_says_what_to_install() -> None:
         "sys.modules['opentelemetry'] = None\n"
         "import reactcore\n"
         "from reactcore.testing import ScriptedChatModel\n"
+        "class Provider:\n"  # what a TracerProvider looks like to the agent
+        "    def get_tracer(self, *args): ...\n"
         "try:\n"
-        "    reactcore.ReactAgent('a', ScriptedChatModel(['hi']), tracer_provider=object())\n"
+        "    reactcore.ReactAgent('a', ScriptedChatModel(['hi']), tracer_provider=Provider())\n"
         "except ImportError as exc:\n"
         "    print(exc)\n"
     )

@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from .. import _validate as valid
 from .._exceptions import ModelStreamError, ModelTruncatedError
 from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
 from .._serde import clean_arguments, clean_text, store_when_set
@@ -47,6 +48,9 @@ def model_name(model: object) -> str:
     return name if isinstance(name, str) else type(model).__name__
 
 
+_COUNT = valid.integer()
+
+
 @attrs.frozen
 class Usage:
     """Token counts of one model call, or a sum of several (``a + b``).
@@ -57,11 +61,12 @@ class Usage:
     ``completion_tokens_details``; 0 when not reported.
     """
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
+    # Not checked for sign: a difference of two usages (``a - b``) is a Usage too.
+    prompt_tokens: int = attrs.field(default=0, validator=_COUNT)
+    completion_tokens: int = attrs.field(default=0, validator=_COUNT)
+    total_tokens: int = attrs.field(default=0, validator=_COUNT)
+    cached_tokens: int = attrs.field(default=0, validator=_COUNT)
+    reasoning_tokens: int = attrs.field(default=0, validator=_COUNT)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(*(a + b for a, b in zip(_counts(self), _counts(other), strict=True)))
@@ -83,6 +88,9 @@ def _counts(usage: Usage) -> tuple[int, ...]:
 store_when_set(Usage, "cached_tokens", "reasoning_tokens")
 
 
+_SAMPLING = valid.number(minimum=0, optional=True)
+
+
 @attrs.frozen
 class ChatOptions:
     """Sampling and format options; ``None`` leaves the provider's default.
@@ -91,23 +99,32 @@ class ChatOptions:
     answer; it is sent only with tools (providers reject it without).
     """
 
-    model: str | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = None
-    tool_choice: str | Mapping[str, Any] | None = None
-    response_format: Mapping[str, Any] | None = None
-    extra_body: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
-    parallel_tool_calls: bool | None = None
+    model: str | None = attrs.field(default=None, validator=valid.text(optional=True))
+    temperature: float | None = attrs.field(default=None, validator=_SAMPLING)
+    top_p: float | None = attrs.field(default=None, validator=_SAMPLING)
+    max_tokens: int | None = attrs.field(
+        default=None, validator=valid.integer(minimum=1, optional=True)
+    )
+    tool_choice: str | Mapping[str, Any] | None = attrs.field(
+        default=None,
+        validator=valid.instance_of((str, Mapping), "a str or a mapping", optional=True),
+    )
+    response_format: Mapping[str, Any] | None = attrs.field(
+        default=None, validator=valid.mapping(optional=True)
+    )
+    extra_body: Mapping[str, Any] = attrs.field(factory=dict, hash=False, validator=valid.mapping())
+    parallel_tool_calls: bool | None = attrs.field(
+        default=None, validator=valid.boolean(optional=True)
+    )
 
 
 @attrs.frozen
 class ToolSpec:
     """What the model is told about a tool: its name, description and parameter schema."""
 
-    name: str
-    description: str
-    parameters: Mapping[str, Any] = attrs.field(hash=False)
+    name: str = attrs.field(validator=valid.text(non_empty=True))
+    description: str = attrs.field(validator=valid.text())
+    parameters: Mapping[str, Any] = attrs.field(hash=False, validator=valid.mapping())
 
     @classmethod
     def of(cls, tool: Tool) -> ToolSpec:
@@ -150,10 +167,16 @@ class ModelResponse:
     """A model's whole answer: the message, its token usage if reported, the raw payload,
     and why the model stopped (``"stop"``, ``"tool_calls"``, ``"length"`` …) if it said."""
 
-    message: AssistantMessage
-    usage: Usage | None = None
+    message: AssistantMessage = attrs.field(
+        validator=valid.instance_of(AssistantMessage, "an AssistantMessage")
+    )
+    usage: Usage | None = attrs.field(
+        default=None, validator=valid.instance_of(Usage, "a Usage", optional=True)
+    )
     raw: Any = attrs.field(default=None, eq=False, repr=False)
-    finish_reason: str | None = attrs.field(default=None, kw_only=True, eq=False)
+    finish_reason: str | None = attrs.field(
+        default=None, kw_only=True, eq=False, validator=valid.text(optional=True)
+    )
 
 
 @attrs.frozen

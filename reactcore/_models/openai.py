@@ -54,6 +54,7 @@ import httpx
 from anyio.lowlevel import checkpoint
 from cattrs.errors import BaseValidationError
 
+from .. import _validate as valid
 from .._exceptions import ModelError, ModelHTTPError, ModelStreamError, ModelTimeoutError
 from .._json import MAX_DEPTH, MAX_NUMBER_DIGITS, JSONLimitError
 from .._json import loads as bounded_loads
@@ -694,15 +695,24 @@ def _spellings(key: str | None) -> tuple[str, ...]:
 
 
 def _base_url(value: str | None) -> str:
+    if not isinstance(value, str | None):
+        return valid.leave(value)  # refused by the validator, naming the parameter
     return (value or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL).rstrip("/")
 
 
 def _api_key(value: str | None) -> str | None:
+    if not isinstance(value, str | None):
+        return valid.leave(value)
     return value or os.environ.get("OPENAI_API_KEY") or None
 
 
 def _timeout(value: httpx.Timeout | float | None) -> httpx.Timeout:
-    return value if isinstance(value, httpx.Timeout) else httpx.Timeout(value)
+    if isinstance(value, httpx.Timeout):
+        return value
+    return httpx.Timeout(value) if _SECONDS.spec.accepts(value) else valid.leave(value)
+
+
+_SECONDS = valid.number(minimum=0, optional=True)
 
 
 def _client_for(model: OpenAIChatModel) -> httpx.AsyncClient:
@@ -737,17 +747,37 @@ class OpenAIChatModel:
     of ``async with``); a given ``http_client`` is left open for its owner.
     """
 
-    model: str
-    base_url: str = attrs.field(default=None, converter=_base_url, kw_only=True)
-    api_key: str | None = attrs.field(default=None, converter=_api_key, kw_only=True, repr=False)
-    timeout: httpx.Timeout = attrs.field(default=_DEFAULT_TIMEOUT, converter=_timeout, kw_only=True)
-    max_retries: int = attrs.field(default=2, kw_only=True, validator=attrs.validators.ge(0))
-    retry_after_cap: float = attrs.field(default=60.0, kw_only=True)
-    retry_backoff: float = attrs.field(default=0.5, kw_only=True)
-    send_reasoning: bool = attrs.field(default=False, kw_only=True)
-    http_client: httpx.AsyncClient | None = attrs.field(default=None, kw_only=True, repr=False)
+    model: str = attrs.field(validator=valid.text(non_empty=True))
+    base_url: str = attrs.field(
+        default=None, converter=_base_url, kw_only=True, validator=valid.text()
+    )
+    api_key: str | None = attrs.field(
+        default=None,
+        converter=_api_key,
+        kw_only=True,
+        repr=False,
+        validator=valid.text(optional=True),
+    )
+    timeout: httpx.Timeout = attrs.field(
+        default=_DEFAULT_TIMEOUT,
+        converter=_timeout,
+        kw_only=True,
+        validator=valid.instance_of(httpx.Timeout, "an httpx.Timeout, a number of seconds or None"),
+    )
+    max_retries: int = attrs.field(default=2, kw_only=True, validator=valid.integer(minimum=0))
+    retry_after_cap: float = attrs.field(
+        default=60.0, kw_only=True, validator=valid.number(minimum=0)
+    )
+    retry_backoff: float = attrs.field(default=0.5, kw_only=True, validator=valid.number(minimum=0))
+    send_reasoning: bool = attrs.field(default=False, kw_only=True, validator=valid.boolean())
+    http_client: httpx.AsyncClient | None = attrs.field(
+        default=None,
+        kw_only=True,
+        repr=False,
+        validator=valid.instance_of(httpx.AsyncClient, "an httpx.AsyncClient", optional=True),
+    )
     tool_media: ToolMedia = attrs.field(
-        default="describe", kw_only=True, validator=attrs.validators.in_(TOOL_MEDIA)
+        default="describe", kw_only=True, validator=valid.one_of(*TOOL_MEDIA)
     )
     _client: httpx.AsyncClient = attrs.field(
         init=False, repr=False, default=attrs.Factory(_client_for, takes_self=True)

@@ -15,13 +15,14 @@ there is no tokenizer here).
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import TypeAlias
 
 import attrs
 from anyio.lowlevel import checkpoint
 
+from .. import _validate as valid
 from .._exceptions import ScriptExhaustedError
 from .._messages import AssistantMessage, Message, ToolResponseMessage
 from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, Usage, ensure_complete
@@ -110,8 +111,16 @@ class _Chunks:
         return self.chunks[self.position - 1]
 
 
-def _to_replies(value: Sequence[Reply]) -> tuple[Reply, ...]:
-    return tuple(value)
+def _to_replies(value: Iterable[Reply]) -> tuple[Reply, ...]:
+    return tuple(value) if valid.ITERABLE.accepts(value) else valid.leave(value)
+
+
+_REPLIES = valid.each(
+    valid.satisfies(
+        "an AssistantMessage, a str, an exception or a callable",
+        test=lambda v: isinstance(v, AssistantMessage | str | BaseException) or callable(v),
+    )
+)
 
 
 @attrs.define(eq=False)
@@ -125,9 +134,20 @@ class ScriptedChatModel:
     a fixed ``Usage`` per reply, or a callable such as ``character_usage``.
     """
 
-    script: tuple[Reply, ...] = attrs.field(converter=_to_replies)
-    usage: Usage | UsageFn | None = attrs.field(default=None, kw_only=True)
-    chunk_size: int = attrs.field(default=4, kw_only=True, validator=attrs.validators.ge(1))
+    script: tuple[Reply, ...] = attrs.field(
+        converter=_to_replies,
+        validator=_REPLIES,
+    )
+    usage: Usage | UsageFn | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=valid.satisfies(
+            "a Usage or a callable",
+            test=lambda v: isinstance(v, Usage) or callable(v),
+            optional=True,
+        ),
+    )
+    chunk_size: int = attrs.field(default=4, kw_only=True, validator=valid.integer(minimum=1))
     requests: list[ModelRequest] = attrs.field(factory=list, init=False)
 
     async def call(self, request: ModelRequest) -> ModelResponse:

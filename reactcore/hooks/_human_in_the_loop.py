@@ -7,22 +7,26 @@ from typing import Any
 
 import attrs
 
+from .. import _validate as valid
 from .._config import RunnableConfig
 from .._loop import APPROVED, unanswered
 from .._state import OverAllState
 from .._tool_node import pending_calls, resolved_names
+from ._limits import name_field
 
 
 @attrs.frozen
 class ApprovalPolicy:
     """How calls of one tool are reviewed: ``description`` is shown to the reviewer."""
 
-    description: str = "Tool execution requires approval"
+    description: str = attrs.field(
+        default="Tool execution requires approval", validator=valid.text()
+    )
 
 
 _EXPECTED = (
-    "approve_on must be tool names (a list, tuple or set of str) or a mapping of tool "
-    "name to ApprovalPolicy or bool"
+    "HumanInTheLoopHook.approve_on must be tool names (a list, tuple or set of str) or a "
+    "mapping of tool name to ApprovalPolicy or bool"
 )
 
 
@@ -70,10 +74,12 @@ class HumanInTheLoopHook:
     checkpoints: the agent must have a saver.
     """
 
-    approve_on: Mapping[str, ApprovalPolicy] = attrs.field(converter=_policies)
-    name: str = "human_in_the_loop"
-    requires_saver: bool = True
-    check_tool_names: bool = True
+    approve_on: Mapping[str, ApprovalPolicy] = attrs.field(
+        converter=_policies, validator=valid.mapping()
+    )
+    name: str = name_field("human_in_the_loop")
+    requires_saver: bool = attrs.field(default=True, validator=valid.boolean())
+    check_tool_names: bool = attrs.field(default=True, validator=valid.boolean())
 
     def check_tools(self, names: Collection[str]) -> None:
         """Raise ``ValueError`` when ``approve_on`` names a tool not in ``names``."""

@@ -7,25 +7,35 @@ from typing import Any, Literal
 
 import attrs
 
+from .. import _validate as valid
 from .._config import RunnableConfig
+from .._hooks import JUMP_TARGETS
 from .._state import OverAllState
 
 ExitBehavior = Literal["end", "error", "continue"]
 
 
-def _limit(instance: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
-    if value is not None and value < 0:
-        raise ValueError(f"{attribute.name} must not be negative, got {value}")
-
-
 def limit_field() -> Any:
     """An optional, non-negative limit (``None``: no limit)."""
-    return attrs.field(default=None, validator=_limit)
+    return attrs.field(default=None, validator=valid.integer(minimum=0, optional=True))
 
 
 def exit_field(default: str, *choices: str) -> Any:
     """An ``exit_behavior`` that must be one of ``choices`` (``ValueError`` otherwise)."""
-    return attrs.field(default=default, validator=attrs.validators.in_(choices))
+    return attrs.field(default=default, validator=valid.one_of(*choices))
+
+
+def name_field(default: Any) -> Any:
+    """A hook's ``name``: a non-empty ``str``."""
+    return attrs.field(default=default, validator=valid.text(non_empty=True))
+
+
+def jumps_field(*targets: str) -> Any:
+    """A hook's ``can_jump_to``: where it may jump (``"model"``, ``"tools"``, ``"end"``)."""
+    return attrs.field(default=targets, validator=JUMPS)
+
+
+JUMPS = valid.each(valid.one_of(*sorted(JUMP_TARGETS)))
 
 
 @attrs.frozen

@@ -10,7 +10,7 @@ from .._config import RunnableConfig
 from .._exceptions import CallLimitExceeded
 from .._messages import AssistantMessage
 from .._state import MESSAGES, OverAllState
-from ._limits import Counter, exceeded, exit_field, limit_field
+from ._limits import Counter, exceeded, exit_field, jumps_field, limit_field, name_field
 
 _COUNT = Counter("_model_call_count_")
 
@@ -30,8 +30,8 @@ class ModelCallLimitHook:
     thread_limit: int | None = limit_field()
     run_limit: int | None = limit_field()
     exit_behavior: Literal["end", "error"] = exit_field("end", "end", "error")
-    name: str = "model_call_limit"
-    can_jump_to: tuple[str, ...] = ("end",)
+    name: str = name_field("model_call_limit")
+    can_jump_to: tuple[str, ...] = jumps_field("end")
 
     async def before_agent(self, state: OverAllState, config: RunnableConfig) -> Any:
         _COUNT.start_run(config)

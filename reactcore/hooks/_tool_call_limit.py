@@ -7,12 +7,13 @@ from typing import Any, Literal
 
 import attrs
 
+from .. import _validate as valid
 from .._config import RunnableConfig
 from .._exceptions import CallLimitExceeded
 from .._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
 from .._state import MESSAGES, OverAllState, Remove
 from .._tool_node import pending_calls, resolved_names
-from ._limits import Counter, exceeded, exit_field, limit_field
+from ._limits import Counter, exceeded, exit_field, jumps_field, limit_field, name_field
 
 
 def _answer(
@@ -49,16 +50,16 @@ class ToolCallLimitHook:
 
     thread_limit: int | None = limit_field()
     run_limit: int | None = limit_field()
-    tool_name: str | None = None
+    tool_name: str | None = attrs.field(
+        default=None, validator=valid.text(non_empty=True, optional=True)
+    )
     exit_behavior: Literal["continue", "end", "error"] = exit_field(
         "continue", "continue", "end", "error"
     )
-    name: str = attrs.field(
-        default=attrs.Factory(
-            lambda self: f"tool_call_limit:{self.tool_name or '*'}", takes_self=True
-        )
+    name: str = name_field(
+        attrs.Factory(lambda self: f"tool_call_limit:{self.tool_name or '*'}", takes_self=True)
     )
-    can_jump_to: tuple[str, ...] = ("model", "end")
+    can_jump_to: tuple[str, ...] = jumps_field("model", "end")
 
     @property
     def _count(self) -> Counter:

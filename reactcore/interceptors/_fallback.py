@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
+from .. import _validate as valid
 from .._exceptions import ModelError
 from .._interceptors import ModelHandler
 from .._logging import get_logger
@@ -17,6 +18,10 @@ def _is_model_error(error: Exception) -> bool:
     return isinstance(error, ModelError | OSError)
 
 
+def _models(value: Iterable[ChatModel]) -> tuple[ChatModel, ...]:
+    return tuple(value) if valid.ITERABLE.accepts(value) else valid.leave(value)
+
+
 @attrs.frozen
 class ModelFallbackInterceptor:
     """On a model failure, asks each of ``models`` in turn; the last failure is raised.
@@ -25,8 +30,12 @@ class ModelFallbackInterceptor:
     after this one), exactly as the primary model was.
     """
 
-    models: Sequence[ChatModel] = attrs.field(converter=tuple)
-    fall_back_on: Callable[[Exception], bool] = _is_model_error
+    models: Sequence[ChatModel] = attrs.field(
+        converter=_models, validator=valid.each(valid.chat_model())
+    )
+    fall_back_on: Callable[[Exception], bool] = attrs.field(
+        default=_is_model_error, validator=valid.function()
+    )
 
     async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> ModelResponse:
         try:

@@ -8,7 +8,8 @@ from typing import Any
 import anyio
 import attrs
 
-from .._backoff import Backoff
+from .. import _validate as valid
+from .._backoff import DELAY, FACTOR, JITTER, Backoff
 from .._exceptions import ModelHTTPError, ModelStreamError, ModelTimeoutError, ToolArgumentError
 from .._interceptors import ModelHandler, ToolCallRequest, ToolCallResponse, ToolHandler
 from .._logging import get_logger
@@ -31,13 +32,21 @@ def error_reason(error: BaseException) -> str:
     return " ".join(text.split())[:300]
 
 
-def _at_least_one(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value < 1:
-        raise ValueError(f"max_attempts must be at least 1, got {value}")
+_ATTEMPTS = valid.integer(minimum=1)
+_RETRY_ON = valid.satisfies(
+    "an exception class or a tuple of them",
+    test=lambda v: (
+        _exception_class(v) or (isinstance(v, tuple) and all(_exception_class(c) for c in v))
+    ),
+)
+
+
+def _exception_class(value: object) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseException)
 
 
 def _make_backoff(self: Any) -> Backoff:
-    """The interceptor's ``Backoff``, built (so its settings checked) at construction."""
+    """The interceptor's ``Backoff``, built at construction."""
     return Backoff(self.initial_delay, self.backoff_factor, self.max_delay, self.jitter)
 
 
@@ -55,16 +64,19 @@ class ModelRetryInterceptor:
     raised at once rather than sleep.
     """
 
-    max_attempts: int = attrs.field(default=3, validator=_at_least_one)
-    initial_delay: float = 1.0
-    backoff_factor: float = 2.0
-    max_delay: float = 30.0
-    jitter: float = 0.25
-    retry_on: Callable[[Exception], bool] = is_retryable_model_error
-    retry_after_cap: float = 60.0
-    _backoff: Backoff = attrs.field(
-        init=False, repr=False, eq=False, default=attrs.Factory(_make_backoff, takes_self=True)
+    max_attempts: int = attrs.field(default=3, validator=_ATTEMPTS)
+    initial_delay: float = attrs.field(default=1.0, validator=DELAY)
+    backoff_factor: float = attrs.field(default=2.0, validator=FACTOR)
+    max_delay: float = attrs.field(default=30.0, validator=DELAY)
+    jitter: float = attrs.field(default=0.25, validator=JITTER)
+    retry_on: Callable[[Exception], bool] = attrs.field(
+        default=is_retryable_model_error, validator=valid.function()
     )
+    retry_after_cap: float = attrs.field(default=60.0, validator=valid.number(minimum=0))
+    _backoff: Backoff = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_backoff", _make_backoff(self))  # once the fields are checked
 
     async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> ModelResponse:
         for attempt in range(1, self.max_attempts + 1):
@@ -96,18 +108,21 @@ class ToolRetryInterceptor:
     some exception types (a ``ToolArgumentError`` is never retried). Retries happen inside
     the call's timeout."""
 
-    max_attempts: int = attrs.field(default=3, validator=_at_least_one)
-    initial_delay: float = 1.0
-    backoff_factor: float = 2.0
-    max_delay: float = 60.0
-    jitter: float = 0.25
-    retry_on: tuple[type[Exception], ...] = (Exception,)
+    max_attempts: int = attrs.field(default=3, validator=_ATTEMPTS)
+    initial_delay: float = attrs.field(default=1.0, validator=DELAY)
+    backoff_factor: float = attrs.field(default=2.0, validator=FACTOR)
+    max_delay: float = attrs.field(default=60.0, validator=DELAY)
+    jitter: float = attrs.field(default=0.25, validator=JITTER)
+    retry_on: tuple[type[Exception], ...] = attrs.field(default=(Exception,), validator=_RETRY_ON)
     # Given as ``tools=``, kept as ``tool_names``: an interceptor's ``tools`` attribute is
     # read by the agent as tools the interceptor brings.
-    tool_names: Collection[str] | None = attrs.field(default=None, alias="tools")
-    _backoff: Backoff = attrs.field(
-        init=False, repr=False, eq=False, default=attrs.Factory(_make_backoff, takes_self=True)
+    tool_names: Collection[str] | None = attrs.field(
+        default=None, alias="tools", validator=valid.each(valid.text(), names=True, optional=True)
     )
+    _backoff: Backoff = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_backoff", _make_backoff(self))  # once the fields are checked
 
     async def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler

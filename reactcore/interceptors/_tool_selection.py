@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 
+from .. import _validate as valid
 from .._interceptors import ModelHandler
 from .._json import loads
 from .._messages import UserMessage
@@ -34,6 +35,13 @@ async def _ask_model(model: ChatModel, request: ModelRequest) -> list[str]:
     return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
 
+_MODEL = valid.chat_model()
+_SELECTOR = valid.satisfies(
+    "a function of the request or a ChatModel",
+    test=lambda v: callable(v) or _MODEL.spec.accepts(v),
+)
+
+
 @attrs.frozen
 class ToolSelectionInterceptor:
     """Before each model call, keeps only the tools ``selector`` picks (plus
@@ -45,11 +53,11 @@ class ToolSelectionInterceptor:
     shown, and the tool node refuses a call of any other tool it knows, so selection can
     carry permissions (per user, per tenant)."""
 
-    selector: Selector | ChatModel
+    selector: Selector | ChatModel = attrs.field(validator=_SELECTOR)
     max_tools: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+        default=None, validator=valid.integer(minimum=0, optional=True)
     )
-    always_include: Collection[str] = ()
+    always_include: Collection[str] = attrs.field(default=(), validator=valid.NAMES)
 
     async def _select(self, request: ModelRequest) -> Sequence[str]:
         if callable(getattr(self.selector, "call", None)) and hasattr(self.selector, "stream"):

@@ -50,6 +50,7 @@ from mcp_types import JSONRPCRequest, JSONRPCResponse
 from mcp_types.methods import validate_server_result
 from pydantic import ValidationError
 
+from .. import _validate as valid
 from .._exceptions import MCPError
 from .._interceptors import ToolCallResponse
 from .._tools import SAFE_NAME, Tool
@@ -83,9 +84,11 @@ _OVER_THE_LIMIT = re.compile(r"exceeded the (\d+) byte limit")
 
 
 def _names(value: Collection[str] | None) -> frozenset[str] | None:
-    if isinstance(value, str):
-        raise TypeError("give tool names as a collection of strings, not one string")
-    return None if value is None else frozenset(value)
+    # A str (one name, taken letter by letter) or a non-collection is left for the
+    # validator to refuse, naming the parameter.
+    if value is None:
+        return None
+    return frozenset(value) if valid.ITERABLE.accepts(value) else valid.leave(value)
 
 
 def _safe_prefix(_: object, __: Any, prefix: str) -> None:
@@ -255,15 +258,39 @@ class MCPToolset:
     for these tools; ``connect_timeout`` bounds the handshake and the first listing.
     """
 
-    transport: Transport
-    name: str | None = attrs.field(default=None, kw_only=True)
-    prefix: str = attrs.field(default="", kw_only=True, validator=_safe_prefix)
-    allow: frozenset[str] | None = attrs.field(default=None, kw_only=True, converter=_names)
-    deny: frozenset[str] = attrs.field(default=frozenset(), kw_only=True, converter=_names)
-    max_concurrency: int = attrs.field(default=8, kw_only=True, validator=attrs.validators.ge(1))
-    limiter: anyio.CapacityLimiter | None = attrs.field(default=None, kw_only=True)
-    timeout: float | None = attrs.field(default=None, kw_only=True)
-    connect_timeout: float = attrs.field(default=30.0, kw_only=True)
+    transport: Transport = attrs.field(
+        validator=valid.has_methods("open", what="a transport (with open and label)")
+    )
+    name: str | None = attrs.field(
+        default=None, kw_only=True, validator=valid.text(non_empty=True, optional=True)
+    )
+    prefix: str = attrs.field(default="", kw_only=True, validator=[valid.text(), _safe_prefix])
+    allow: frozenset[str] | None = attrs.field(
+        default=None,
+        kw_only=True,
+        converter=_names,
+        validator=valid.each(valid.text(), names=True, optional=True),
+    )
+    deny: frozenset[str] = attrs.field(
+        default=frozenset(),
+        kw_only=True,
+        converter=_names,
+        validator=valid.NAMES,
+    )
+    max_concurrency: int = attrs.field(default=8, kw_only=True, validator=valid.integer(minimum=1))
+    limiter: anyio.CapacityLimiter | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=valid.instance_of(
+            anyio.CapacityLimiter, "an anyio.CapacityLimiter", optional=True
+        ),
+    )
+    timeout: float | None = attrs.field(
+        default=None, kw_only=True, validator=valid.number(positive=True, optional=True)
+    )
+    connect_timeout: float = attrs.field(
+        default=30.0, kw_only=True, validator=valid.number(positive=True)
+    )
 
     _group: anyio.abc.TaskGroup | None = attrs.field(default=None, init=False)
     _conn: _Connection | None = attrs.field(default=None, init=False)

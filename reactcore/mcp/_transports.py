@@ -18,6 +18,8 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
 
+from .. import _validate as valid
+
 # The SDK's own defaults: 30 s to connect or write, 300 s between reads of a stream.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 MAX_RESULT_BYTES = DEFAULT_MAX_SSE_EVENT_SIZE
@@ -35,16 +37,19 @@ class Transport(Protocol):
 
 
 def _strings(value: Sequence[str]) -> tuple[str, ...]:
-    return stdio_args(value)
+    return stdio_args(value) if valid.ITERABLE.accepts(value) else valid.leave(value)
 
 
 def _text_map(value: Mapping[str, str] | None) -> dict[str, str] | None:
-    return None if value is None else dict(value)
+    return dict(value) if isinstance(value, Mapping) else valid.leave(value)
 
 
-def _positive_or_none(_: object, attribute: Any, value: Any) -> None:
-    if value is not None and value <= 0:
-        raise ValueError(f"{attribute.name} must be positive or None, got {value}")
+_TEXT_MAP = valid.satisfies(
+    "a mapping of str to str",
+    Mapping,
+    test=lambda v: all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
+    optional=True,
+)
 
 
 @attrs.frozen
@@ -55,11 +60,23 @@ class StdioTransport:
     the whole environment; the server's stderr goes to ``errlog`` (this process's stderr).
     """
 
-    command: str
-    args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    env: dict[str, str] | None = attrs.field(default=None, converter=_text_map)
-    cwd: str | os.PathLike[str] | None = None
-    errlog: TextIO = attrs.field(default=sys.stderr, eq=False, repr=False)
+    command: str = attrs.field(validator=valid.text(non_empty=True))
+    args: tuple[str, ...] = attrs.field(
+        default=(),
+        converter=_strings,
+        validator=valid.each(valid.text()),
+    )
+    env: dict[str, str] | None = attrs.field(default=None, converter=_text_map, validator=_TEXT_MAP)
+    cwd: str | os.PathLike[str] | None = attrs.field(
+        default=None,
+        validator=valid.instance_of((str, os.PathLike), "a str or an os.PathLike", optional=True),
+    )
+    errlog: TextIO = attrs.field(
+        default=sys.stderr,
+        eq=False,
+        repr=False,
+        validator=valid.has_methods("write", what="a text file (with write)"),
+    )
 
     @property
     def label(self) -> str:
@@ -88,11 +105,18 @@ class StreamableHTTPTransport:
     fails its call with ``MCPError`` saying so.
     """
 
-    url: str
-    headers: dict[str, str] | None = attrs.field(default=None, converter=_text_map)
-    http_client: httpx2.AsyncClient | None = attrs.field(default=None, eq=False, repr=False)
+    url: str = attrs.field(validator=valid.text(non_empty=True))
+    headers: dict[str, str] | None = attrs.field(
+        default=None, converter=_text_map, validator=_TEXT_MAP
+    )
+    http_client: httpx2.AsyncClient | None = attrs.field(
+        default=None,
+        eq=False,
+        repr=False,
+        validator=valid.instance_of(httpx2.AsyncClient, "an httpx2.AsyncClient", optional=True),
+    )
     max_result_bytes: int | None = attrs.field(
-        default=MAX_RESULT_BYTES, kw_only=True, validator=_positive_or_none
+        default=MAX_RESULT_BYTES, kw_only=True, validator=valid.integer(minimum=1, optional=True)
     )
 
     @property
@@ -127,10 +151,12 @@ class SSETransport:
     closed it) and the next call connects again.
     """
 
-    url: str
-    headers: dict[str, str] | None = attrs.field(default=None, converter=_text_map)
-    timeout: float = 30.0
-    read_timeout: float = 300.0
+    url: str = attrs.field(validator=valid.text(non_empty=True))
+    headers: dict[str, str] | None = attrs.field(
+        default=None, converter=_text_map, validator=_TEXT_MAP
+    )
+    timeout: float = attrs.field(default=30.0, validator=valid.number(positive=True))
+    read_timeout: float = attrs.field(default=300.0, validator=valid.number(positive=True))
 
     @property
     def label(self) -> str:

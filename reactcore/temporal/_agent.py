@@ -18,6 +18,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from .. import _validate as valid
 from .._agent import ReactAgent
 from .._approval import Interrupt, Resume
 from .._events import Event, RunFailed, RunFinished, RunInterrupted
@@ -30,10 +31,7 @@ from .._state import MESSAGES, OverAllState
 from . import _codec as codec
 from ._workflow import WORKFLOW
 
-
-def _positive(instance: Any, attribute: attrs.Attribute[float], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be positive, got {value}")
+_positive = valid.number(positive=True)
 
 
 @attrs.define(eq=False)
@@ -58,12 +56,14 @@ class TemporalAgent:
     heartbeat request per second per running tool call.
     """
 
-    agent: ReactAgent
-    task_queue: str = attrs.field(default="reactcore", kw_only=True)
+    agent: ReactAgent = attrs.field(validator=valid.instance_of(ReactAgent, "a ReactAgent"))
+    task_queue: str = attrs.field(
+        default="reactcore", kw_only=True, validator=valid.text(non_empty=True)
+    )
     model_timeout: float = attrs.field(default=300.0, kw_only=True, validator=_positive)
     heartbeat_timeout: float = attrs.field(default=10.0, kw_only=True, validator=_positive)
     timeout_grace: float = attrs.field(default=5.0, kw_only=True, validator=_positive)
-    tool_attempts: int = attrs.field(default=5, kw_only=True, validator=attrs.validators.ge(1))
+    tool_attempts: int = attrs.field(default=5, kw_only=True, validator=valid.integer(minimum=1))
     cancel_within: float = attrs.field(default=1.0, kw_only=True, validator=_positive)
 
     @property
