@@ -14,8 +14,9 @@ An HTML comment on the line before a block's fence says what it needs:
   have been asked;
 - ``<!-- docs: stand-in=temporal -->``: the block connects to a Temporal server at
   ``TEMPORAL_ADDRESS``; a local dev server stands in;
-- ``<!-- docs: needs=postgres -->``: the block uses the PostgreSQL server at
-  ``REACTCORE_PG_DSN`` (skipped, saying why, when none answers; a failure under CI).
+- ``<!-- docs: needs=postgres schema=NAME -->``: the block uses the PostgreSQL server at
+  ``REACTCORE_PG_DSN`` (skipped, saying why, when none answers; a failure under CI), in the
+  schema NAME, dropped before and after the block.
 
 Options combine: ``<!-- docs: stand-in=openai:weather timeout=90 -->``. Fragments that are
 not programs (signatures, shell, output) use other fence languages (``text``, ``sh``).
@@ -153,6 +154,25 @@ def _stand_in_temporal(folder: Path) -> Iterator[dict[str, str]]:
         yield {"TEMPORAL_ADDRESS": server.address}
 
 
+@contextmanager
+def _postgres(schema: str) -> Iterator[dict[str, str]]:
+    dsn = _postgres_dsn()
+    import psycopg
+    from psycopg import sql
+
+    def drop() -> None:
+        if schema:
+            with psycopg.connect(dsn, autocommit=True) as connection:
+                statement = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE")
+                connection.execute(statement.format(sql.Identifier(schema)))
+
+    drop()
+    try:
+        yield {"REACTCORE_PG_DSN": dsn}
+    finally:
+        drop()
+
+
 def _postgres_dsn() -> str:
     dsn = os.environ.get("REACTCORE_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
     try:
@@ -178,7 +198,7 @@ def test_the_docs_have_python_blocks() -> None:
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=lambda b: b.id)
 def test_code_block_runs(block: Block, tmp_path: Path) -> None:
     """The block runs to the end, exit status 0, offline (or against its stand-in)."""
-    known = {"file", "stand-in", "needs", "timeout"}
+    known = {"file", "stand-in", "needs", "schema", "timeout"}
     assert set(block.options) <= known, f"unknown docs options {set(block.options) - known}"
     for other in blocks_of(block.page):
         if "file" in other.options:
@@ -201,7 +221,9 @@ def test_code_block_runs(block: Block, tmp_path: Path) -> None:
         else:
             assert not stand_in, f"unknown stand-in {stand_in!r}"
         if block.options.get("needs") == "postgres":
-            env["REACTCORE_PG_DSN"] = _postgres_dsn()
+            env.update(stack.enter_context(_postgres(block.options.get("schema", ""))))
+        else:
+            assert "needs" not in block.options, f"unknown need {block.options['needs']!r}"
         done = subprocess.run(
             [sys.executable, str(script)],
             cwd=tmp_path,
@@ -240,6 +262,8 @@ def _anchors(page: Path) -> set[str]:
             in_fence = not in_fence
         elif not in_fence and (heading := _HEADING.match(line)):
             anchors.add(_slug(heading["text"]))
+        elif not in_fence and line.startswith("::: "):  # mkdocstrings: the object's path
+            anchors.add(line.removeprefix("::: ").strip())
     return anchors
 
 
@@ -310,4 +334,22 @@ def test_every_public_name_is_in_the_api_reference() -> None:
             for n in module.__all__
             if f"{module_name}.{n}" not in documented and f"reactcore.{n}" not in documented
         ]
+    assert missing == []
+
+
+def test_every_test_the_docs_name_exists() -> None:
+    """Each test the README and the reliability page name as holding a guarantee
+    (``test_x.py::test_y``, or ``::test_z`` for another of the same file) is a test of that
+    file: renaming or removing one breaks its guarantee's reference here."""
+    missing = []
+    for page in (ROOT / "README.md", DOCS / "reliability.md"):
+        current = ""
+        names = re.findall(r"`(?:tests/)?((?:test_\w+\.py)?::test_\w+)`", page.read_text("utf-8"))
+        assert names, f"{page.name} names no test"
+        for name in names:
+            file_name, _, test = name.partition("::")
+            current = file_name or current
+            source = (ROOT / "tests" / current).read_text(encoding="utf-8")
+            if not re.search(rf"^(async )?def {test}\(", source, flags=re.MULTILINE):
+                missing.append(f"{page.name}: {current}::{test}")
     assert missing == []
