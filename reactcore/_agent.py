@@ -124,8 +124,9 @@ TRACER_PROVIDER = valid.satisfies(
 class ReactAgent:
     """A ReAct agent: ``await agent.invoke("question")`` → ``AgentResult``.
 
-    See the README for every option; they follow the seed's builder, with the defaults
-    it has (sequential tools, 5 at most in parallel in one batch, 300 s per tool call).
+    Every option is described in the docs (``docs/tool-node.md``, ``docs/runs.md``); they
+    follow Spring AI Alibaba's builder, with the defaults it has (sequential tools, 5 at
+    most in parallel in one batch, 300 s per tool call).
     """
 
     name: str = attrs.field(validator=valid.text(non_empty=True))

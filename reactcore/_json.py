@@ -8,7 +8,7 @@ result, and raises one error type, ``JSONLimitError`` (a ``ValueError``), saying
 limit was hit. Malformed JSON still raises ``json.JSONDecodeError`` (also a
 ``ValueError``).
 
-The limits (documented in the README's reliability section):
+The limits (documented in ``docs/reliability.md``):
 
 - ``MAX_DEPTH`` = 100 levels of arrays/objects;
 - ``MAX_NUMBER_DIGITS`` = 400 characters in one number;

@@ -5,7 +5,7 @@ Turn it on for one agent with ``ReactAgent(..., tracer_provider=provider)``, or 
 agent with ``instrument()``. reactcore never sets a global tracer provider: the
 application configures OpenTelemetry (its SDK, exporters, sampling) as it likes.
 
-Spans (see the README for every attribute)::
+Spans (``docs/observability.md`` lists every attribute)::
 
     invoke_agent <agent>            INTERNAL: one per run, current in the run's task
     ├── chat <model>                CLIENT: one per model call (retries and fallbacks

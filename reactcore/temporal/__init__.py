@@ -1,7 +1,7 @@
 """Run ``ReactAgent``\\ s as Temporal workflows (the ``temporal`` extra; asyncio only).
 
 The loop, hooks and state merging run in the workflow; every model call and every tool
-call is an activity, on any number of worker machines. See the README, "Scaling out".
+call is an activity, on any number of worker machines. See ``docs/temporal.md``.
 """
 
 from __future__ import annotations
