@@ -60,8 +60,8 @@ from reactcore import (
     testing,
 )
 from reactcore._llm_node import STREAM, call_model
-from reactcore._models.base import ModelRequest, ToolCallDelta, ToolSpec
-from reactcore._models.openai import _DONE, _SSEDecoder, parse_chunk, request_body
+from reactcore.models.base import ModelRequest, ToolCallDelta, ToolSpec
+from reactcore.models.openai import _DONE, _SSEDecoder, parse_chunk, request_body
 from reactcore.testing import (
     HTTPReply,
     OpenAICompatibleServer,

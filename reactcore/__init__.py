@@ -68,16 +68,6 @@ from ._messages import ToolResponse as ToolResponse
 from ._messages import ToolResponseMessage as ToolResponseMessage
 from ._messages import UserMessage as UserMessage
 from ._messages import part_from_bytes as part_from_bytes
-from ._models.base import ChatModel as ChatModel
-from ._models.base import ChatOptions as ChatOptions
-from ._models.base import ChunkAssembler as ChunkAssembler
-from ._models.base import ModelChunk as ModelChunk
-from ._models.base import ModelRequest as ModelRequest
-from ._models.base import ModelResponse as ModelResponse
-from ._models.base import ToolCallDelta as ToolCallDelta
-from ._models.base import ToolSpec as ToolSpec
-from ._models.base import Usage as Usage
-from ._models.openai import OpenAIChatModel as OpenAIChatModel
 from ._result import AgentResult as AgentResult
 from ._run import AgentRun as AgentRun
 from ._run import EventStream as EventStream
@@ -103,6 +93,16 @@ from .interceptors import ModelFallbackInterceptor as ModelFallbackInterceptor
 from .interceptors import ModelRetryInterceptor as ModelRetryInterceptor
 from .interceptors import ToolRetryInterceptor as ToolRetryInterceptor
 from .interceptors import ToolSelectionInterceptor as ToolSelectionInterceptor
+from .models.base import ChatModel as ChatModel
+from .models.base import ChatOptions as ChatOptions
+from .models.base import ChunkAssembler as ChunkAssembler
+from .models.base import ModelChunk as ModelChunk
+from .models.base import ModelRequest as ModelRequest
+from .models.base import ModelResponse as ModelResponse
+from .models.base import ToolCallDelta as ToolCallDelta
+from .models.base import ToolSpec as ToolSpec
+from .models.base import Usage as Usage
+from .models.openai import OpenAIChatModel as OpenAIChatModel
 
 __all__ = [
     "AgentLlmNode",

@@ -29,7 +29,6 @@ from ._llm_node import AgentLlmNode
 from ._logging import get_logger
 from ._loop import AgentInput, Loop, final_text, returned_direct, starting_point
 from ._messages import AssistantMessage
-from ._models.base import LENGTH, ChatModel
 from ._output import OUTPUT_MODES, OutputMode, final_answer_tool, parse_output, response_format
 from ._result import AgentResult
 from ._run import AgentRun, EventStream
@@ -38,6 +37,7 @@ from ._tool_node import AgentToolNode, ToolResolver
 from ._tools import Tool, index_tools
 from ._toolset import Toolset, chain_resolvers
 from ._tracing import Tracer, ambient, current, tracer_for
+from .models.base import LENGTH, ChatModel
 
 
 def _split_interceptors(

@@ -87,9 +87,9 @@ from ._messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from ._models.base import Usage
 from ._serde import StrictTypeError, converter, describe_error, store_when_set
 from ._state import KeyStrategy, OverAllState
+from .models.base import Usage
 
 NextStep = Literal["model", "tools", "end"]
 

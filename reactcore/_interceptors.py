@@ -21,8 +21,8 @@ from ._messages import ContentPart, ToolCall
 from ._state import OverAllState
 
 if TYPE_CHECKING:
-    from ._models.base import ModelRequest, ModelResponse
     from ._tools import Tool
+    from .models.base import ModelRequest, ModelResponse
 
 _NO_UPDATE: Mapping[str, Any] = MappingProxyType({})
 

@@ -22,7 +22,13 @@ from ._config import RunnableConfig
 from ._interceptors import ModelHandler, ModelInterceptor, chain_model_interceptors
 from ._logging import get_logger
 from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
-from ._models.base import (
+from ._result import TOKEN_USAGE
+from ._schema import json_schema
+from ._state import MESSAGES, OverAllState
+from ._tool_node import DYNAMIC_TOOLS, dynamic_tools
+from ._tools import Tool, ToolNameClash, index_tools, name_clash
+from ._tracing import Tracer, current, model_trace
+from .models.base import (
     ChatModel,
     ChatOptions,
     ChunkAssembler,
@@ -32,12 +38,6 @@ from ._models.base import (
     ToolSpec,
     Usage,
 )
-from ._result import TOKEN_USAGE
-from ._schema import json_schema
-from ._state import MESSAGES, OverAllState
-from ._tool_node import DYNAMIC_TOOLS, dynamic_tools
-from ._tools import Tool, ToolNameClash, index_tools, name_clash
-from ._tracing import Tracer, current, model_trace
 
 MODEL_ITERATION = "_MODEL_ITERATION_"
 INSTRUCTION = "_INSTRUCTION_"

@@ -41,13 +41,13 @@ from ._messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from ._models.base import LENGTH, RETRY_LISTENER, ModelChunk, Usage
 from ._output import FINAL_ANSWER, parse_output, retry_message, take_final_answer
 from ._result import TOKEN_USAGE, AgentResult
 from ._run import AgentRun
 from ._scheduler import Job, Status
 from ._state import MESSAGES, OverAllState
 from ._tool_node import CALL_OBSERVER, RETURN_DIRECT, has_pending_updates, pending_calls
+from .models.base import LENGTH, RETRY_LISTENER, ModelChunk, Usage
 
 if TYPE_CHECKING:
     from ._agent import ReactAgent

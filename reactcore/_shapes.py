@@ -61,10 +61,10 @@ from ._events import (
 from ._exceptions import ReportedError
 from ._json import loads
 from ._messages import AssistantMessage, Message, ToolCall
-from ._models.base import Usage
 from ._result import AgentResult
 from ._serde import StrictTypeError, converter, describe_error
 from ._state import MESSAGES, OverAllState
+from .models.base import Usage
 
 EVENT_TYPES: tuple[type[Any], ...] = (
     ModelCallStarted,

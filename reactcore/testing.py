@@ -45,11 +45,11 @@ from anyio.lowlevel import EventLoopToken, current_token
 
 from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
 from ._messages import AssistantMessage
-from ._models.base import ModelChunk, ToolCallDelta, Usage
-from ._models.scripted import ScriptedChatModel as ScriptedChatModel
-from ._models.scripted import character_usage as character_usage
-from ._models.scripted import message_chunks as message_chunks
 from ._serde import message_to_wire
+from .models.base import ModelChunk, ToolCallDelta, Usage
+from .models.scripted import ScriptedChatModel as ScriptedChatModel
+from .models.scripted import character_usage as character_usage
+from .models.scripted import message_chunks as message_chunks
 
 if TYPE_CHECKING:
     import uvicorn

@@ -18,15 +18,15 @@ import structlog
 from reactcore import ReactAgent, RunnableConfig, SqliteSaver, tool
 from reactcore._exceptions import ModelError, ModelHTTPError, ModelStreamError
 from reactcore._messages import AssistantMessage, ToolCall, UserMessage
-from reactcore._models import openai as openai_module
-from reactcore._models.base import (
+from reactcore._serde import clean_arguments, to_json_text
+from reactcore.models import openai as openai_module
+from reactcore.models.base import (
     ModelChunk,
     ModelRequest,
     ModelResponse,
     ToolCallDelta,
 )
-from reactcore._models.openai import OpenAIChatModel, _LineSplitter
-from reactcore._serde import clean_arguments, to_json_text
+from reactcore.models.openai import OpenAIChatModel, _LineSplitter
 from reactcore.testing import (
     HangReply,
     HTTPReply,

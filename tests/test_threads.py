@@ -14,8 +14,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from reactcore import AgentToolNode, ReactAgent, ToolResponseMessage, check_cancelled, tool
-from reactcore._models.scripted import ScriptedChatModel
 from reactcore._threads import ThreadBudget
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks, call, calls_state
 from tests.helpers import response_texts as texts
 

@@ -9,7 +9,7 @@ import attrs
 from .._exceptions import ModelError
 from .._interceptors import ModelHandler
 from .._logging import get_logger
-from .._models.base import ChatModel, ModelRequest, ModelResponse, model_name, report_retry
+from ..models.base import ChatModel, ModelRequest, ModelResponse, model_name, report_retry
 from ._retry import error_reason
 
 

@@ -11,7 +11,7 @@ import attrs
 from .._interceptors import ModelHandler
 from .._json import loads
 from .._messages import UserMessage
-from .._models.base import ChatModel, ModelRequest, ModelResponse
+from ..models.base import ChatModel, ModelRequest, ModelResponse
 
 Selector = Callable[[ModelRequest], Sequence[str] | Awaitable[Sequence[str]]]
 

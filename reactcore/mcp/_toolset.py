@@ -45,7 +45,7 @@ from ._transports import SSETransport, StdioTransport, StreamableHTTPTransport, 
 
 if TYPE_CHECKING:
     from .._interceptors import ModelHandler
-    from .._models.base import ModelRequest, ModelResponse
+    from ..models.base import ModelRequest, ModelResponse
 
 _log = structlog.get_logger("reactcore.mcp")
 _MAX_PAGES = 100
