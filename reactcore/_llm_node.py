@@ -23,9 +23,9 @@ from ._interceptors import ModelHandler, ModelInterceptor, chain_model_intercept
 from ._logging import get_logger
 from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
 from ._result import TOKEN_USAGE
+from ._run_context import DYNAMIC_TOOLS, dynamic_tools
 from ._schema import json_schema
 from ._state import MESSAGES, OverAllState
-from ._tool_node import DYNAMIC_TOOLS, dynamic_tools
 from ._tools import Tool, ToolNameClash, index_tools, name_clash
 from ._tracing import Tracer, current, model_trace
 from .models.base import (

@@ -36,6 +36,7 @@ from ._interceptors import (
 )
 from ._logging import get_logger
 from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
+from ._run_context import dynamic_tools
 from ._scheduler import Job, Status, run_parallel, run_sequential
 from ._serde import tool_output
 from ._state import MESSAGES, OverAllState, Remove, frozen_mapping
@@ -43,7 +44,6 @@ from ._threads import ThreadBudget, run_in_thread
 from ._tools import Tool, ToolContext, index_tools
 from ._tracing import ToolTrace, Tracer, current
 
-DYNAMIC_TOOLS = "dynamic_tools"
 CALL_OBSERVER = "_call_observer_"
 RETURN_DIRECT = "return_direct"
 PENDING_UPDATES = "_pending_updates_"
@@ -52,16 +52,6 @@ ToolResolver = Callable[[str], Tool | None]
 
 def _index_tools(tools: Iterable[Tool | Callable[..., Any]], where: str) -> Mapping[str, Tool]:
     return MappingProxyType(index_tools([(where, tools)]))
-
-
-def dynamic_tools(context: Mapping[str, Any]) -> Mapping[str, Tool]:
-    """The run's dynamic tools (``context["dynamic_tools"]``: a list or a name → tool map)."""
-    found = context.get(DYNAMIC_TOOLS)
-    if not found:
-        return {}
-    if isinstance(found, Mapping):
-        return found
-    return _index_tools(found, "the run's dynamic tools")
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:

@@ -31,6 +31,7 @@ from reactcore._messages import (
     ToolResponseMessage,
     UserMessage,
 )
+from reactcore.models._http import retry_after
 from reactcore.models.base import (
     ChatModel,
     ChatOptions,
@@ -42,7 +43,7 @@ from reactcore.models.base import (
     ToolSpec,
     Usage,
 )
-from reactcore.models.openai import OpenAIChatModel, retry_after
+from reactcore.models.openai import OpenAIChatModel
 from reactcore.testing import (
     HangReply,
     HTTPReply,
