@@ -93,6 +93,7 @@ from .interceptors import ModelFallbackInterceptor as ModelFallbackInterceptor
 from .interceptors import ModelRetryInterceptor as ModelRetryInterceptor
 from .interceptors import ToolRetryInterceptor as ToolRetryInterceptor
 from .interceptors import ToolSelectionInterceptor as ToolSelectionInterceptor
+from .models._infer import infer_model as infer_model
 from .models.base import ChatModel as ChatModel
 from .models.base import ChatOptions as ChatOptions
 from .models.base import ChunkAssembler as ChunkAssembler
@@ -200,6 +201,7 @@ __all__ = [
     "check_cancelled",
     "dump_checkpoint",
     "event_from_json",
+    "infer_model",
     "load_checkpoint",
     "messages_from_wire",
     "messages_to_wire",

@@ -37,6 +37,7 @@ from ._tool_node import AgentToolNode, ToolResolver
 from ._tools import Tool, index_tools
 from ._toolset import Toolset, chain_resolvers
 from ._tracing import Tracer, ambient, current, tracer_for
+from .models._infer import as_chat_model
 from .models.base import LENGTH, ChatModel
 
 
@@ -91,7 +92,7 @@ class ReactAgent:
     """
 
     name: str = attrs.field(validator=_non_empty)
-    model: ChatModel
+    model: ChatModel = attrs.field(converter=as_chat_model)
     tools: Sequence[Tool | Callable[..., Any] | Toolset] = attrs.field(default=(), kw_only=True)
     system_prompt: str | None = attrs.field(default=None, kw_only=True)
     instruction: str | None = attrs.field(default=None, kw_only=True)

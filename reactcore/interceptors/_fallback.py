@@ -9,6 +9,7 @@ import attrs
 from .._exceptions import ModelError
 from .._interceptors import ModelHandler
 from .._logging import get_logger
+from ..models._infer import as_chat_model
 from ..models.base import ChatModel, ModelRequest, ModelResponse, model_name, report_retry
 from ._retry import error_reason
 
@@ -17,15 +18,20 @@ def _is_model_error(error: Exception) -> bool:
     return isinstance(error, ModelError | OSError)
 
 
+def _as_models(models: Sequence[ChatModel | str]) -> tuple[ChatModel, ...]:
+    return tuple(as_chat_model(m) for m in models)
+
+
 @attrs.frozen
 class ModelFallbackInterceptor:
-    """On a model failure, asks each of ``models`` in turn; the last failure is raised.
+    """On a model failure, asks each of ``models`` (chat models, or provider strings such
+    as ``"openai:gpt-4.1"``) in turn; the last failure is raised.
 
     Fallback models are asked through the rest of the chain (the interceptors listed
     after this one), exactly as the primary model was.
     """
 
-    models: Sequence[ChatModel] = attrs.field(converter=tuple)
+    models: Sequence[ChatModel] = attrs.field(converter=_as_models)
     fall_back_on: Callable[[Exception], bool] = _is_model_error
 
     async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> ModelResponse:

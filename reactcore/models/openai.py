@@ -389,6 +389,11 @@ class OpenAIChatModel:
         )
 
     def _endpoint(self) -> Endpoint:
+        if not self.api_key and self.base_url == _DEFAULT_BASE_URL:
+            raise ValueError(
+                "no API key for the OpenAI API: set OPENAI_API_KEY, or pass api_key= "
+                "(or base_url= for a server that needs none)"
+            )
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         return Endpoint(
             self._client,
