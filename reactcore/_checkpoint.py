@@ -286,7 +286,7 @@ _register_tagged_union(
 # (After the part union's hooks: the generated functions look them up now.)
 # Fields added after checkpoint schema 1 are left out while they hold their default, so a
 # checkpoint of what version 1 could hold is written exactly as version 1 wrote it.
-store_when_set(AssistantMessage, "visible_tools", "finish_reason", "reasoning")
+store_when_set(AssistantMessage, "visible_tools", "finish_reason", "reasoning", "provider_data")
 store_when_set(SystemMessage, "role")
 store_when_set(UserMessage, "parts")
 store_when_set(ToolResponse, "parts", "data")

@@ -21,7 +21,8 @@ arrays. ``RunFailed`` carries its error as ``{"type": <exception class name>, "m
      "state": {"key_strategies": {...}, "values": {<key>: {"kind": ..., "value": ...}}},
      "finish_reason": "stop" | "length" | ... | null}
 
-(``usage`` leaves out ``cached_tokens`` / ``reasoning_tokens`` while they are 0.)
+(``usage`` leaves out ``cached_tokens`` / ``reasoning_tokens`` / ``cache_creation_tokens``
+while they are 0.)
 
 where ``state`` is the final state in its checkpoint form, without ``messages`` (they
 are the top-level ``messages``); ``usage`` is derived from the state and ignored when read
