@@ -94,6 +94,7 @@ from .interceptors import ModelRetryInterceptor as ModelRetryInterceptor
 from .interceptors import ToolRetryInterceptor as ToolRetryInterceptor
 from .interceptors import ToolSelectionInterceptor as ToolSelectionInterceptor
 from .models._infer import infer_model as infer_model
+from .models.anthropic import AnthropicModel as AnthropicModel
 from .models.base import ChatModel as ChatModel
 from .models.base import ChatOptions as ChatOptions
 from .models.base import ChunkAssembler as ChunkAssembler
@@ -111,6 +112,7 @@ __all__ = [
     "AgentRun",
     "AgentToolNode",
     "AllowNonFinite",
+    "AnthropicModel",
     "ApprovalPolicy",
     "Approve",
     "AssistantMessage",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ._infer import infer_model as infer_model
 from ._infer import known_providers as known_providers
+from .anthropic import AnthropicModel as AnthropicModel
 from .base import ChatModel as ChatModel
 from .base import ChatOptions as ChatOptions
 from .base import ChunkAssembler as ChunkAssembler
@@ -22,6 +23,7 @@ from .base import Usage as Usage
 from .openai import OpenAIChatModel as OpenAIChatModel
 
 __all__ = [
+    "AnthropicModel",
     "ChatModel",
     "ChatOptions",
     "ChunkAssembler",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import attrs
 
+from .anthropic import AnthropicModel
 from .base import ChatModel
 from .openai import OpenAIChatModel
 
@@ -26,6 +27,7 @@ class _Provider:
 
 
 _PROVIDERS: dict[str, _Provider] = {
+    "anthropic": _Provider(AnthropicModel, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
     "openai": _Provider(OpenAIChatModel, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
 }
 
