@@ -32,6 +32,7 @@ from reactcore import (
 )
 from reactcore._messages import FilePart
 from reactcore.models import ToolSpec, Usage
+from reactcore.models.anthropic import request_body
 from reactcore.testing import (
     AnthropicSSEReply,
     OpenAICompatibleServer,
@@ -305,6 +306,88 @@ async def test_prompt_caching_thinking_and_native_output(server_for: ServerFor) 
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert body["output_config"] == {"format": {"type": "json_schema", "schema": strict}}
     assert body["max_tokens"] == 9000
+
+
+def _answer(call_id: str, *, thinks: bool) -> AssistantMessage:
+    """An answer asking for one call, with signed thinking (Anthropic's) or without."""
+    data = {"anthropic": {"thinking": THINKING[:1]}} if thinks else {}
+    return AssistantMessage("", [ToolCall(call_id, "weather", "{}")], provider_data=data)
+
+
+def _result(call_id: str) -> ToolResponseMessage:
+    return ToolResponseMessage([ToolResponse(call_id, "weather", "sunny")])
+
+
+def _thinking_body(*messages: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    options = ChatOptions(extra_body=extra or {})
+    return request_body(
+        ModelRequest(list(messages), options=options),
+        "claude-test",
+        stream=False,
+        thinking_budget=1024,
+    )
+
+
+def _kinds(body: dict[str, Any]) -> list[list[str]]:
+    return [[b["type"] for b in m["content"]] for m in body["messages"]]
+
+
+def test_a_tool_loop_runs_in_one_thinking_mode() -> None:
+    """With thinking on, a tool loop (one assistant turn) whose first answer thought keeps
+    thinking, even past another provider's answer; one whose first answer did not (it
+    came through a fallback) is finished without ``thinking`` and without the turn's
+    thinking blocks, while earlier turns keep theirs; the next user message starts a turn
+    that thinks again; adaptive thinking is left alone."""
+    enabled = {"type": "enabled", "budget_tokens": 1024}
+    began_thinking = _thinking_body(
+        UserMessage("go"),
+        _answer("a", thinks=True),
+        _result("a"),
+        _answer("b", thinks=False),
+        _result("b"),
+    )
+    assert began_thinking["thinking"] == enabled
+    assert _kinds(began_thinking) == [
+        ["text"],
+        ["thinking", "tool_use"],
+        ["tool_result"],
+        ["tool_use"],
+        ["tool_result"],
+    ]
+    done_turn = [UserMessage("go"), _answer("a", thinks=True), _result("a"), AssistantMessage("ok")]
+    began_without = _thinking_body(
+        *done_turn,
+        UserMessage("again"),
+        _answer("b", thinks=False),
+        _result("b"),
+        _answer("c", thinks=True),
+        _result("c"),
+    )
+    assert "thinking" not in began_without
+    assert _kinds(began_without) == [
+        ["text"],
+        ["thinking", "tool_use"],
+        ["tool_result"],
+        ["text"],
+        ["text"],
+        ["tool_use"],
+        ["tool_result"],
+        ["tool_use"],
+        ["tool_result"],
+    ]
+    new_turn = _thinking_body(
+        UserMessage("go"),
+        _answer("b", thinks=False),
+        _result("b"),
+        AssistantMessage("ok"),
+        UserMessage("more"),
+    )
+    assert new_turn["thinking"] == enabled
+    adaptive = {"thinking": {"type": "adaptive"}}
+    kept = _thinking_body(
+        UserMessage("go"), _answer("b", thinks=False), _result("b"), extra=adaptive
+    )
+    assert kept["thinking"] == {"type": "adaptive"}
 
 
 # --- failures ---------------------------------------------------------------------------

@@ -21,7 +21,10 @@ Answers, whole or streamed (``message_start``, ``content_block_start/delta/stop`
 ``redacted_thinking`` blocks are kept, signatures and all, in the message's
 ``provider_data["anthropic"]["thinking"]`` (with their position among the blocks) and
 sent back verbatim on later requests of the tool loop; their text is the message's
-``reasoning``. Stop reasons: ``end_turn``/``stop_sequence`` → ``"stop"``, ``max_tokens``
+``reasoning``. A tool loop is one assistant turn with one thinking mode: a loop whose
+first answer has no thinking (e.g. it came from another provider through a fallback) is
+continued without thinking, and a new turn thinks again. Stop reasons:
+``end_turn``/``stop_sequence`` → ``"stop"``, ``max_tokens``
 (and ``model_context_window_exceeded``) → ``"length"``, ``tool_use`` → ``"tool_calls"``,
 ``refusal`` → ``"content_filter"``, ``pause_turn`` kept as is. An ``error`` event in the
 stream is a ``ModelStreamError``.
@@ -259,6 +262,44 @@ def _cache_last_block(turns_: list[dict[str, Any]]) -> None:
             return
 
 
+def _only_tool_results(turn: Mapping[str, Any]) -> bool:
+    return all(block.get("type") == "tool_result" for block in turn["content"])
+
+
+def _turn_in_progress(turns_: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The assistant messages of the assistant turn a request continues: a tool loop is one
+    turn, from the first answer after the user's last own message (anything but tool
+    results) on. Empty when the conversation does not end with tool results."""
+    if not turns_ or turns_[-1]["role"] != "user" or not _only_tool_results(turns_[-1]):
+        return []
+    start = len(turns_)
+    while start > 0 and (
+        turns_[start - 1]["role"] == "assistant" or _only_tool_results(turns_[start - 1])
+    ):
+        start -= 1
+    return [t for t in turns_[start:] if t["role"] == "assistant"]
+
+
+def _one_thinking_mode_per_turn(body: dict[str, Any]) -> None:
+    """Anthropic's rule: an assistant turn, tool loop included, runs in one thinking mode;
+    with manual thinking on (``{"type": "enabled"}``), the turn in progress must start
+    with a thinking block. When its first answer has none (it came from another provider
+    through a fallback, or from this provider with thinking off), this request goes
+    without ``thinking`` and without the turn's thinking blocks, which is what the API
+    does itself ("graceful thinking degradation") and what an endpoint that refuses the
+    mixed turn accepts. A new turn (after a user message) thinks again. Adaptive thinking
+    (the model may not think) is left as is."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return
+    turn = _turn_in_progress(body["messages"])
+    if not turn or turn[0]["content"][0].get("type") in _THINKING_TYPES:
+        return
+    del body["thinking"]
+    for message in turn:
+        message["content"] = [b for b in message["content"] if b.get("type") not in _THINKING_TYPES]
+
+
 def request_body(
     request: ModelRequest,
     model: str,
@@ -272,7 +313,8 @@ def request_body(
 
     With ``cache_prompt``, ``cache_control`` breakpoints go on the system prompt, the last
     tool and the conversation's last block; ``thinking_budget`` turns extended thinking
-    on; ``extra_body`` is merged in last.
+    on (but not in the middle of a tool loop begun without thinking: see
+    ``_one_thinking_mode_per_turn``); ``extra_body`` is merged in last.
     """
     options = request.options
     systems = [request.system_message] if request.system_message is not None else []
@@ -309,6 +351,7 @@ def request_body(
     if stream:
         body["stream"] = True
     body.update(converter.unstructure(dict(options.extra_body)))
+    _one_thinking_mode_per_turn(body)
     return body
 
 
@@ -574,7 +617,9 @@ class AnthropicModel:
     ``max_tokens`` (default ``DEFAULT_MAX_TOKENS`` = 4096) is sent when the request's
     options do not set one: the API requires it. ``thinking_budget`` turns extended
     thinking on with that many tokens (less than ``max_tokens``); thinking blocks are kept
-    on the messages and sent back, signed, on the next requests. ``cache_prompt`` places
+    on the messages and sent back, signed, on the next requests; a tool loop whose first
+    answer did not think (another provider's, through a fallback) is finished without
+    thinking, as the API requires one thinking mode per turn. ``cache_prompt`` places
     prompt-caching breakpoints on the system prompt, the tools and the conversation's
     last block; ``Usage`` reports the cache reads (``cached_tokens``) and writes
     (``cache_creation_tokens``).
