@@ -14,7 +14,7 @@ measured in the same run.
   (see ``tcp_nodelay_server``): without it every request waits ~44 ms for a delayed ACK.
   The server runs in a thread of this process: its work shares the GIL with the client's,
   and is in both sides of the ratio.
-- ``sse``: a long pre-built SSE body through the client's own parser (``_SSEDecoder``,
+- ``sse``: a long pre-built SSE body through the client's own parser (``SSEDecoder``,
   ``parse_chunk``) and a ``ChunkAssembler``, no network, beside ``json.loads`` of each
   event's data; ops/s is chunks per second.
 
@@ -60,8 +60,9 @@ from reactcore import (
     testing,
 )
 from reactcore._llm_node import STREAM, call_model
-from reactcore._models.base import ModelRequest, ToolCallDelta, ToolSpec
-from reactcore._models.openai import _DONE, _SSEDecoder, parse_chunk, request_body
+from reactcore.models._http import SSEDecoder
+from reactcore.models.base import ModelRequest, ToolCallDelta, ToolSpec
+from reactcore.models.openai import _DONE, parse_chunk, request_body
 from reactcore.testing import (
     HTTPReply,
     OpenAICompatibleServer,
@@ -405,7 +406,7 @@ def sse_body(count: int) -> str:
 
 
 def parse_with_client(body: str) -> None:
-    decoder = _SSEDecoder()
+    decoder = SSEDecoder()
     assembler = ChunkAssembler()
     for line in body.splitlines():
         data = decoder.feed(line)

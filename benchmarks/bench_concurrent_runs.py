@@ -38,7 +38,7 @@ from reactcore import (
     ToolResponseMessage,
     tool,
 )
-from reactcore._models.scripted import ScriptedChatModel
+from reactcore.models.scripted import ScriptedChatModel
 
 LATENCY = 0.010
 

@@ -74,16 +74,6 @@ from ._messages import ToolResponse as ToolResponse
 from ._messages import ToolResponseMessage as ToolResponseMessage
 from ._messages import UserMessage as UserMessage
 from ._messages import part_from_bytes as part_from_bytes
-from ._models.base import ChatModel as ChatModel
-from ._models.base import ChatOptions as ChatOptions
-from ._models.base import ChunkAssembler as ChunkAssembler
-from ._models.base import ModelChunk as ModelChunk
-from ._models.base import ModelRequest as ModelRequest
-from ._models.base import ModelResponse as ModelResponse
-from ._models.base import ToolCallDelta as ToolCallDelta
-from ._models.base import ToolSpec as ToolSpec
-from ._models.base import Usage as Usage
-from ._models.openai import OpenAIChatModel as OpenAIChatModel
 from ._result import AgentResult as AgentResult
 from ._run import AgentRun as AgentRun
 from ._run import EventStream as EventStream
@@ -109,6 +99,18 @@ from .interceptors import ModelFallbackInterceptor as ModelFallbackInterceptor
 from .interceptors import ModelRetryInterceptor as ModelRetryInterceptor
 from .interceptors import ToolRetryInterceptor as ToolRetryInterceptor
 from .interceptors import ToolSelectionInterceptor as ToolSelectionInterceptor
+from .models._infer import infer_model as infer_model
+from .models.anthropic import AnthropicModel as AnthropicModel
+from .models.base import ChatModel as ChatModel
+from .models.base import ChatOptions as ChatOptions
+from .models.base import ChunkAssembler as ChunkAssembler
+from .models.base import ModelChunk as ModelChunk
+from .models.base import ModelRequest as ModelRequest
+from .models.base import ModelResponse as ModelResponse
+from .models.base import ToolCallDelta as ToolCallDelta
+from .models.base import ToolSpec as ToolSpec
+from .models.base import Usage as Usage
+from .models.openai import OpenAIChatModel as OpenAIChatModel
 
 __all__ = [
     "AgentLlmNode",
@@ -116,6 +118,7 @@ __all__ = [
     "AgentRun",
     "AgentToolNode",
     "AllowNonFinite",
+    "AnthropicModel",
     "ApprovalPolicy",
     "Approve",
     "AssistantMessage",
@@ -212,6 +215,7 @@ __all__ = [
     "check_thread_id",
     "dump_checkpoint",
     "event_from_json",
+    "infer_model",
     "load_checkpoint",
     "messages_from_wire",
     "messages_to_wire",

@@ -38,7 +38,6 @@ from ._loop import (
     starting_point,
 )
 from ._messages import AssistantMessage
-from ._models.base import LENGTH, ChatModel
 from ._output import OUTPUT_MODES, OutputMode, final_answer_tool, parse_output, response_format
 from ._result import AgentResult
 from ._run import AgentRun, EventStream
@@ -47,6 +46,8 @@ from ._tool_node import LIMITER, AgentToolNode, ToolResolver
 from ._tools import Tool, index_tools
 from ._toolset import Toolset, chain_resolvers
 from ._tracing import Tracer, ambient, current, tracer_for
+from .models._infer import as_chat_model
+from .models.base import LENGTH, ChatModel
 
 
 def _split_interceptors(
@@ -130,7 +131,7 @@ class ReactAgent:
     """
 
     name: str = attrs.field(validator=valid.text(non_empty=True))
-    model: ChatModel = attrs.field(validator=valid.chat_model())
+    model: ChatModel = attrs.field(converter=as_chat_model, validator=valid.chat_model())
     tools: Sequence[Tool | Callable[..., Any] | Toolset] = attrs.field(
         default=(), kw_only=True, validator=TOOLS
     )

@@ -93,9 +93,9 @@ from ._messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from ._models.base import Usage
 from ._serde import StrictTypeError, converter, describe_error, store_when_set
 from ._state import KeyStrategy, OverAllState
+from .models.base import Usage
 
 NextStep = Literal["model", "tools", "end"]
 
@@ -345,7 +345,7 @@ _register_tagged_union(
 # (After the part union's hooks: the generated functions look them up now.)
 # Fields added after checkpoint schema 1 are left out while they hold their default, so a
 # checkpoint of what version 1 could hold is written exactly as version 1 wrote it.
-store_when_set(AssistantMessage, "visible_tools", "finish_reason", "reasoning")
+store_when_set(AssistantMessage, "visible_tools", "finish_reason", "reasoning", "provider_data")
 store_when_set(SystemMessage, "role")
 store_when_set(UserMessage, "parts")
 store_when_set(ToolResponse, "parts", "data")

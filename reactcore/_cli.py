@@ -27,7 +27,7 @@ import anyio
 import structlog
 
 from ._demo import QUESTION, demo_model, run_demo
-from ._models.openai import OpenAIChatModel
+from .models.openai import OpenAIChatModel
 
 BENCH_EXTRA = "pip install 'reactcore[bench]'"
 

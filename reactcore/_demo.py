@@ -25,10 +25,10 @@ from ._events import (
     ToolCallTimedOut,
 )
 from ._messages import AssistantMessage, ToolCall, ToolResponseMessage
-from ._models.base import ChatModel, ModelRequest
-from ._models.openai import OpenAIChatModel
-from ._models.scripted import ScriptedChatModel
 from ._tools import tool
+from .models.base import ChatModel, ModelRequest
+from .models.openai import OpenAIChatModel
+from .models.scripted import ScriptedChatModel
 
 QUESTION = "What is the weather in Paris today, and how many people live there?"
 

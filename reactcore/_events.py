@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._messages import AssistantMessage, ToolCall
-from ._models.base import ToolCallDelta, Usage
+from .models.base import ToolCallDelta, Usage
 
 if TYPE_CHECKING:
     from ._result import AgentResult

@@ -22,8 +22,8 @@ from ._messages import PART_TYPES, ContentPart, ToolCall
 from ._state import OverAllState
 
 if TYPE_CHECKING:
-    from ._models.base import ModelRequest, ModelResponse
     from ._tools import Tool
+    from .models.base import ModelRequest, ModelResponse
 
 _NO_UPDATE: Mapping[str, Any] = MappingProxyType({})
 

@@ -23,7 +23,14 @@ from ._config import RunnableConfig
 from ._interceptors import ModelHandler, ModelInterceptor, chain_model_interceptors
 from ._logging import get_logger
 from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
-from ._models.base import (
+from ._result import TOKEN_USAGE
+from ._run_context import DYNAMIC_TOOLS, dynamic_tools
+from ._schema import json_schema
+from ._state import MESSAGES, OverAllState
+from ._tools import TOOLS, Tool, ToolNameClash, index_tools, name_clash
+from ._tracing import Tracer, current, model_trace
+from .models._infer import as_chat_model
+from .models.base import (
     ChatModel,
     ChatOptions,
     ChunkAssembler,
@@ -33,12 +40,6 @@ from ._models.base import (
     ToolSpec,
     Usage,
 )
-from ._result import TOKEN_USAGE
-from ._schema import json_schema
-from ._state import MESSAGES, OverAllState
-from ._tool_node import DYNAMIC_TOOLS, TOOLS, dynamic_tools
-from ._tools import Tool, ToolNameClash, index_tools, name_clash
-from ._tracing import Tracer, current, model_trace
 
 MODEL_ITERATION = "_MODEL_ITERATION_"
 INSTRUCTION = "_INSTRUCTION_"
@@ -198,7 +199,7 @@ class AgentLlmNode:
     instruction under ``_INSTRUCTION_`` the first time.
     """
 
-    model: ChatModel = attrs.field(validator=valid.chat_model())
+    model: ChatModel = attrs.field(converter=as_chat_model, validator=valid.chat_model())
     agent_name: str = attrs.field(default="agent", kw_only=True, validator=valid.text())
     system_prompt: str | None = attrs.field(default=None, kw_only=True, validator=_TEXT)
     instruction: str | None = attrs.field(default=None, kw_only=True, validator=_TEXT)

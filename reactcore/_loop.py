@@ -41,7 +41,6 @@ from ._messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from ._models.base import LENGTH, RETRY_LISTENER, ModelChunk, Usage
 from ._output import FINAL_ANSWER, parse_output, retry_message, take_final_answer
 from ._result import TOKEN_USAGE, AgentResult
 from ._run import AgentRun
@@ -55,6 +54,7 @@ from ._tool_node import (
     pending_calls,
 )
 from ._tools import Tool
+from .models.base import LENGTH, RETRY_LISTENER, ModelChunk, Usage
 
 if TYPE_CHECKING:
     from ._agent import ReactAgent

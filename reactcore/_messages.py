@@ -239,7 +239,14 @@ class AssistantMessage:
     ``"tool_calls"``, ``"length"`` when it was cut at the token limit …; ``None`` when not
     told). It is kept in checkpoints but left out of equality: it says how the answer
     ended, not what it is. ``reasoning`` is the model's visible thinking, when the
-    provider sends it (``reasoning_content``: DeepSeek, vLLM, many compatible servers).
+    provider sends it (``reasoning_content``: DeepSeek, vLLM, many compatible servers;
+    Anthropic's thinking blocks).
+
+    ``provider_data`` is what a provider needs back on later requests and nobody else may
+    read (Anthropic's signed thinking blocks): opaque JSON values keyed by the provider
+    that made them (``{"anthropic": {...}}``). It is kept in checkpoints and events, sent
+    back only to the provider of its key, and never sent to another (a fallback to
+    another provider drops it from that provider's requests).
     """
 
     text: str = attrs.field(default="", validator=_text)
@@ -254,6 +261,7 @@ class AssistantMessage:
     )
     finish_reason: str | None = attrs.field(default=None, eq=False, validator=_optional_text)
     reasoning: str = attrs.field(default="", validator=_text)
+    provider_data: Mapping[str, Any] = attrs.field(factory=dict, hash=False, validator=_mapping)
 
 
 @attrs.frozen

@@ -7,8 +7,8 @@ from typing import Any, Literal
 import attrs
 
 from ._messages import Message
-from ._models.base import Usage
 from ._state import MESSAGES, OverAllState
+from .models.base import Usage
 
 TOKEN_USAGE = "_TOKEN_USAGE_"
 

@@ -21,7 +21,8 @@ arrays. ``RunFailed`` carries its error as ``{"type": <exception class name>, "m
      "state": {"key_strategies": {...}, "values": {<key>: {"kind": ..., "value": ...}}},
      "finish_reason": "stop" | "length" | ... | null}
 
-(``usage`` leaves out ``cached_tokens`` / ``reasoning_tokens`` while they are 0.)
+(``usage`` leaves out ``cached_tokens`` / ``reasoning_tokens`` / ``cache_creation_tokens``
+while they are 0.)
 
 where ``state`` is the final state in its checkpoint form, without ``messages`` (they
 are the top-level ``messages``); ``usage`` is derived from the state and ignored when read
@@ -61,10 +62,10 @@ from ._events import (
 from ._exceptions import ReportedError
 from ._json import loads
 from ._messages import AssistantMessage, Message, ToolCall
-from ._models.base import Usage
 from ._result import AgentResult
 from ._serde import StrictTypeError, converter, describe_error
 from ._state import MESSAGES, OverAllState
+from .models.base import Usage
 
 EVENT_TYPES: tuple[type[Any], ...] = (
     ModelCallStarted,

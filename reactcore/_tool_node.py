@@ -37,14 +37,14 @@ from ._interceptors import (
 )
 from ._logging import get_logger
 from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
+from ._run_context import dynamic_tools
 from ._scheduler import Job, Status, run_parallel, run_sequential
 from ._serde import tool_output
 from ._state import MESSAGES, OverAllState, Remove, frozen_mapping
 from ._threads import ThreadBudget, run_in_thread
-from ._tools import Tool, ToolContext, index_tools
+from ._tools import TOOLS, Tool, ToolContext, index_tools
 from ._tracing import ToolTrace, Tracer, current
 
-DYNAMIC_TOOLS = "dynamic_tools"
 CALL_OBSERVER = "_call_observer_"
 # In a run's context: the run's resolution of an assistant message's calls (set by the
 # loop), so the hooks deciding on calls and the node running them see the same tools.
@@ -58,23 +58,10 @@ def _index_tools(tools: Iterable[Tool | Callable[..., Any]], where: str) -> Mapp
     return MappingProxyType(index_tools([(where, tools)]))
 
 
-def dynamic_tools(context: Mapping[str, Any]) -> Mapping[str, Tool]:
-    """The run's dynamic tools (``context["dynamic_tools"]``: a list or a name → tool map)."""
-    found = context.get(DYNAMIC_TOOLS)
-    if not found:
-        return {}
-    if isinstance(found, Mapping):
-        return found
-    return _index_tools(found, "the run's dynamic tools")
-
-
 _positive = valid.number(positive=True)
 _at_least_one = valid.integer(minimum=1)
 _flag = valid.boolean()
 LIMITER = valid.instance_of(anyio.CapacityLimiter, "an anyio.CapacityLimiter", optional=True)
-TOOLS = valid.each(
-    valid.satisfies("a Tool or a function", test=lambda v: isinstance(v, Tool) or callable(v))
-)
 
 
 def _frozen_context(value: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -456,3 +456,9 @@ def tool(
         )
 
     return make if func is None else make(func)
+
+
+# A node's ``tools``: each a Tool or a function (checked where either node is made).
+TOOLS = valid.each(
+    valid.satisfies("a Tool or a function", test=lambda v: isinstance(v, Tool) or callable(v))
+)

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ._interceptors import ModelHandler
-    from ._models.base import ModelRequest, ModelResponse
     from ._tool_node import ToolResolver
     from ._tools import Tool
+    from .models.base import ModelRequest, ModelResponse
 
 
 @runtime_checkable

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ._agent import ReactAgent
     from ._messages import ToolCall, ToolResponse
-    from ._models.base import ChatModel, ModelRequest, ModelResponse
     from ._result import AgentResult
     from ._run import AgentRun
     from ._scheduler import Job
     from ._tools import Tool
+    from .models.base import ChatModel, ModelRequest, ModelResponse
 
 
 class RunTrace(Protocol):

@@ -39,10 +39,10 @@ from . import _tracing
 from . import _validate as valid
 from ._exceptions import RunCancelled
 from ._messages import AssistantMessage, Message, SystemMessage, ToolResponseMessage, UserMessage
-from ._models.base import ChatModel, ModelRequest, ModelResponse, Usage
-from ._models.openai import OpenAIChatModel
 from ._result import TOKEN_USAGE
 from ._scheduler import Status as JobStatus
+from .models.base import ChatModel, ModelRequest, ModelResponse, Usage
+from .models.openai import OpenAIChatModel
 
 if TYPE_CHECKING:
     from ._agent import ReactAgent

@@ -1,4 +1,5 @@
-"""Public test helpers: a scripted chat model and a local OpenAI-compatible server.
+"""Public test helpers: a scripted chat model and local OpenAI-compatible and Anthropic
+servers.
 
 ``ScriptedChatModel`` answers from a script, with no network (see its module).
 
@@ -46,16 +47,24 @@ from anyio.lowlevel import EventLoopToken, current_token
 from . import _validate as valid
 from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
 from ._messages import AssistantMessage
-from ._models.base import ModelChunk, ToolCallDelta, Usage
-from ._models.scripted import ScriptedChatModel as ScriptedChatModel
-from ._models.scripted import character_usage as character_usage
-from ._models.scripted import message_chunks as message_chunks
 from ._serde import message_to_wire
+from ._testing_anthropic import AnthropicEvent as AnthropicEvent
+from ._testing_anthropic import AnthropicSSEReply as AnthropicSSEReply
+from ._testing_anthropic import anthropic_error_reply as anthropic_error_reply
+from ._testing_anthropic import anthropic_events as anthropic_events
+from ._testing_anthropic import anthropic_message_json as anthropic_message_json
+from ._testing_anthropic import anthropic_message_reply as anthropic_message_reply
+from .models.base import ModelChunk, ToolCallDelta, Usage
+from .models.scripted import ScriptedChatModel as ScriptedChatModel
+from .models.scripted import character_usage as character_usage
+from .models.scripted import message_chunks as message_chunks
 
 if TYPE_CHECKING:
     import uvicorn
 
 __all__ = [
+    "AnthropicEvent",
+    "AnthropicSSEReply",
     "Exchange",
     "HTTPReply",
     "HangReply",
@@ -66,10 +75,15 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "ServerReply",
+    "anthropic_error_reply",
+    "anthropic_events",
+    "anthropic_message_json",
+    "anthropic_message_reply",
     "character_usage",
     "chunk_json",
     "completion_json",
     "message_chunks",
+    "serve_anthropic",
     "serve_openai_compatible",
 ]
 
@@ -401,6 +415,7 @@ class _App:
 
     script: Callable[[Any], ServerReply]
     server: OpenAICompatibleServer
+    route: str = "/chat/completions"
     ready: threading.Event = attrs.field(factory=threading.Event)
     stopping: anyio.Event | None = None
     token: EventLoopToken | None = None
@@ -426,7 +441,7 @@ class _App:
 
     async def _http(self, scope: _ASGIMessage, exchange: Exchange) -> None:
         body = await _read_body(exchange.receive)
-        if scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
+        if scope["method"] != "POST" or not scope["path"].endswith(self.route):
             reply = HTTPReply.error(404, f"no route for {scope['method']} {scope['path']}")
             await reply.respond(exchange)
             return
@@ -465,12 +480,29 @@ def serve_openai_compatible(script: Script) -> Iterator[OpenAICompatibleServer]:
     The server runs uvicorn in a background thread with its own (asyncio) event loop;
     it has stopped, and its thread has ended, when the block is left.
     """
+    with _serve(script, "/v1", "/chat/completions", "OpenAI-compatible") as server:
+        yield server
+
+
+@contextmanager
+def serve_anthropic(script: Script) -> Iterator[OpenAICompatibleServer]:
+    """Run a local Anthropic Messages server answering ``POST /v1/messages`` from
+    ``script`` for the block (replies: ``AnthropicSSEReply``, ``anthropic_message_reply``,
+    ``anthropic_error_reply``, ``HangReply`` …); ``base_url`` is what ``AnthropicModel``
+    and the official SDK take (without ``/v1``). It runs as ``serve_openai_compatible``
+    does."""
+    with _serve(script, "", "/v1/messages", "Anthropic") as server:
+        yield server
+
+
+@contextmanager
+def _serve(script: Script, prefix: str, route: str, kind: str) -> Iterator[OpenAICompatibleServer]:
     import uvicorn  # a test dependency, not a core one
 
     sock = _listening_socket()
     host, port = sock.getsockname()
-    server = OpenAICompatibleServer(f"http://{host}:{port}/v1")
-    app = _App(script if callable(script) else _in_order(script), server)
+    server = OpenAICompatibleServer(f"http://{host}:{port}{prefix}")
+    app = _App(script if callable(script) else _in_order(script), server, route)
     config = uvicorn.Config(
         app, loop="asyncio", http="h11", ws="none", lifespan="on", log_config=None
     )
@@ -486,7 +518,7 @@ def serve_openai_compatible(script: Script) -> Iterator[OpenAICompatibleServer]:
         stopped = _stop(app, runner, thread)
         sock.close()
     if not stopped:  # said only when the block itself did not fail
-        raise RuntimeError("the OpenAI-compatible test server did not stop")
+        raise RuntimeError(f"the {kind} test server did not stop")
 
 
 def _stop(app: _App, runner: uvicorn.Server, thread: threading.Thread) -> bool:

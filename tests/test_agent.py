@@ -26,7 +26,7 @@ from reactcore import (
     UserMessage,
     tool,
 )
-from reactcore._models.scripted import ScriptedChatModel
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio

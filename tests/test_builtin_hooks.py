@@ -39,7 +39,7 @@ from reactcore import (
     UserMessage,
     tool,
 )
-from reactcore._models.scripted import ScriptedChatModel
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import call
 
 pytestmark = pytest.mark.anyio

@@ -33,9 +33,9 @@ from reactcore import (
     tool,
 )
 from reactcore._backoff import Backoff
-from reactcore._models.openai import OpenAIChatModel
-from reactcore._models.scripted import ScriptedChatModel
 from reactcore.interceptors import is_retryable_model_error
+from reactcore.models.openai import OpenAIChatModel
+from reactcore.models.scripted import ScriptedChatModel
 from reactcore.testing import HTTPReply, ServerReply, SSEReply, serve_openai_compatible
 from tests.helpers import call
 

@@ -28,8 +28,8 @@ from reactcore import (
     tool,
 )
 from reactcore._llm_node import unique_call_ids
-from reactcore._models.scripted import ScriptedChatModel
 from reactcore.hooks import HumanInTheLoopHook
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks, call, calls_state
 
 pytestmark = pytest.mark.anyio

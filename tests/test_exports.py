@@ -46,3 +46,29 @@ def test_every_name_in_all_is_importable() -> None:
 def test_every_public_name_of_the_package_is_in_all() -> None:
     """Each public name ``__init__`` binds is exported through ``__all__`` (none forgotten)."""
     assert _names_bound_in_init() - set(reactcore.__all__) == set()
+
+
+def _imported_modules(module: str) -> set[str]:
+    """The modules ``reactcore/<module>.py`` imports from (relative names as written)."""
+    path = Path(reactcore.__file__).parent / f"{module}.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+
+
+def test_the_two_nodes_meet_only_in_the_loop() -> None:
+    """Neither node imports the other: what both read (dynamic tools) is in a neutral
+    module, ``_run_context``."""
+    assert "_tool_node" not in _imported_modules("_llm_node")
+    assert "_llm_node" not in _imported_modules("_tool_node")
+    assert "_run_context" in _imported_modules("_llm_node") & _imported_modules("_tool_node")
+
+
+def test_every_provider_module_sends_through_the_shared_http_layer() -> None:
+    """Provider modules are wire mappings: none builds or sends an httpx request itself."""
+    for module in ("models/openai", "models/anthropic"):
+        path = Path(reactcore.__file__).parent / f"{module}.py"
+        if not path.exists():
+            continue
+        source = path.read_text(encoding="utf-8")
+        assert ".send(" not in source and "build_request" not in source, module
+        assert "_http" in _imported_modules(module), module

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from reactcore import ReactAgent, RunCancelled, RunFailed, Tool, tool
-from reactcore._models.scripted import ScriptedChatModel
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio

@@ -19,16 +19,17 @@ import structlog
 from reactcore import ModelDelta, ReactAgent, RunnableConfig, SqliteSaver, tool
 from reactcore._exceptions import ModelError, ModelHTTPError, ModelStreamError
 from reactcore._messages import AssistantMessage, ToolCall, UserMessage
-from reactcore._models import openai as openai_module
-from reactcore._models.base import (
+from reactcore._serde import clean_arguments, to_json_text
+from reactcore.models import _http as http_module
+from reactcore.models._http import LineSplitter
+from reactcore.models.base import (
     ChunkAssembler,
     ModelChunk,
     ModelRequest,
     ModelResponse,
     ToolCallDelta,
 )
-from reactcore._models.openai import OpenAIChatModel, _LineSplitter
-from reactcore._serde import clean_arguments, to_json_text
+from reactcore.models.openai import OpenAIChatModel
 from reactcore.testing import (
     HangReply,
     HTTPReply,
@@ -299,7 +300,7 @@ async def test_an_answer_past_the_body_limit_is_not_parsed(
 ) -> None:
     """With the body limit set to 1,000 bytes, a 5,000-byte answer raises ``ModelError``
     ("longer than 1000 bytes") without being parsed; a shorter one is read as usual."""
-    monkeypatch.setattr(openai_module, "MAX_BODY_BYTES", 1000)
+    monkeypatch.setattr(http_module, "MAX_BODY_BYTES", 1000)
     server = server_for([HTTPReply.completion("x" * 5000), HTTPReply.completion("short")])
     async with model_for(server) as model:
         with pytest.raises(ModelError, match="the answer is longer than 1000 bytes: not parsed"):
@@ -314,7 +315,7 @@ async def test_a_stream_event_past_the_event_limit_is_not_parsed(
 ) -> None:
     """With the event limit set to 1,000 characters, an event of 5,000 (on one ``data:``
     line, or on many) raises ``ModelStreamError`` saying so; smaller events pass."""
-    monkeypatch.setattr(openai_module, "MAX_EVENT_CHARS", 1000)
+    monkeypatch.setattr(http_module, "MAX_EVENT_CHARS", 1000)
     big = "x" * 5000 if shape == "one-line" else "\ndata: ".join(["x" * 100] * 50)
     body = f'data: {{"choices": []}}\n\ndata: {big}\n\ndata: [DONE]\n\n'
     server = server_for([HTTPReply(200, body, content_type="text/event-stream")])
@@ -340,7 +341,7 @@ def test_stream_lines_end_at_crlf_lf_or_cr_across_pieces(
     """SSE lines end at CRLF, LF or CR, also when the CR and the LF come in different
     pieces of text (one line end, not two); U+2028 inside JSON text ends no line; an
     unfinished last line counts at the end."""
-    splitter = _LineSplitter()
+    splitter = LineSplitter()
     for piece in pieces:
         splitter.feed(piece)
     splitter.end()

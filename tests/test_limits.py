@@ -18,7 +18,7 @@ from reactcore import (
     ToolResponseMessage,
     tool,
 )
-from reactcore._models.scripted import ScriptedChatModel
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks, call, calls_state
 from tests.helpers import response_texts as texts
 

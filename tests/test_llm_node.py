@@ -25,7 +25,7 @@ from reactcore import (
     UserMessage,
     tool,
 )
-from reactcore._models.scripted import ScriptedChatModel
+from reactcore.models.scripted import ScriptedChatModel
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reactcore import MemorySaver, ReactAgent, Resume, RunnableConfig
-from reactcore._models.scripted import ScriptedChatModel
+from reactcore.models.scripted import ScriptedChatModel
 
 pytestmark = pytest.mark.anyio
 

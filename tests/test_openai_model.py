@@ -31,7 +31,8 @@ from reactcore._messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from reactcore._models.base import (
+from reactcore.models._http import retry_after
+from reactcore.models.base import (
     ChatModel,
     ChatOptions,
     ChunkAssembler,
@@ -42,7 +43,7 @@ from reactcore._models.base import (
     ToolSpec,
     Usage,
 )
-from reactcore._models.openai import OpenAIChatModel, retry_after
+from reactcore.models.openai import OpenAIChatModel
 from reactcore.testing import (
     HangReply,
     HTTPReply,

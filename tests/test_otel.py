@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from reactcore import (
+    AnthropicModel,
     DefaultToolExceptionProcessor,
     OpenAIChatModel,
     ReactAgent,
@@ -36,7 +37,15 @@ from reactcore import (
 )
 from reactcore.interceptors import ModelFallbackInterceptor
 from reactcore.otel import CAPTURE_CONTENT_ENV, OpenTelemetryTracer, instrument, uninstrument
-from reactcore.testing import HTTPReply, ScriptedChatModel, SSEReply, serve_openai_compatible
+from reactcore.testing import (
+    AnthropicSSEReply,
+    HTTPReply,
+    ScriptedChatModel,
+    SSEReply,
+    anthropic_error_reply,
+    serve_anthropic,
+    serve_openai_compatible,
+)
 from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio
@@ -314,6 +323,34 @@ async def test_chat_span_over_http_with_a_retry(traces: Traces) -> None:
     assert (retry.attributes or {})["status"] == 503
     assert (retry.attributes or {})["attempt"] == 1
     assert "sk-very-secret" not in all_values(traces.spans)
+
+
+async def test_chat_span_of_an_anthropic_call(traces: Traces) -> None:
+    """Over real HTTP to the loopback Anthropic server: the run and chat spans name the
+    provider ``anthropic``; the chat span has the model, server, finish reason and usage,
+    and the 529 ``overloaded`` retry as an event; the API key appears nowhere."""
+    with serve_anthropic(
+        [
+            anthropic_error_reply(529, "busy", error_type="overloaded_error"),
+            AnthropicSSEReply.of("It is sunny.", usage=Usage(12, 4, 16)),
+        ]
+    ) as server:
+        model = AnthropicModel(
+            "claude-test", base_url=server.base_url, api_key="sk-ant-secret", retry_backoff=0.01
+        )
+        tracer = OpenTelemetryTracer(traces.provider, capture_content=True)
+        async with model:
+            agent = ReactAgent("a", model, tracer_provider=tracer)
+            assert (await agent.invoke("Weather?")).text == "It is sunny."
+    chat = attributes(traces.named("chat claude-test"))
+    assert chat["gen_ai.provider.name"] == "anthropic"
+    assert attributes(traces.named("invoke_agent a"))["gen_ai.provider.name"] == "anthropic"
+    assert (chat["gen_ai.request.model"], chat["server.address"]) == ("claude-test", "127.0.0.1")
+    assert chat["gen_ai.response.finish_reasons"] == ("stop",)
+    assert (chat["gen_ai.usage.input_tokens"], chat["gen_ai.usage.output_tokens"]) == (12, 4)
+    (retry,) = traces.named("chat claude-test").events
+    assert (retry.name, (retry.attributes or {})["status"]) == ("model_request_retry", 529)
+    assert "sk-ant-secret" not in all_values(traces.spans)
 
 
 async def test_fallback_renames_the_chat_span(traces: Traces) -> None:

@@ -30,8 +30,8 @@ from reactcore import (
     UserMessage,
     tool,
 )
-from reactcore._models.scripted import ScriptedChatModel
 from reactcore.hooks import HumanInTheLoopHook
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks
 
 pytestmark = pytest.mark.anyio

@@ -29,7 +29,7 @@ from reactcore import (
     check_cancelled,
     tool,
 )
-from reactcore._models.scripted import ScriptedChatModel
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks, live_tasks
 
 pytestmark = pytest.mark.anyio

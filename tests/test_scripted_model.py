@@ -17,7 +17,7 @@ from reactcore._messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from reactcore._models.base import (
+from reactcore.models.base import (
     ChatModel,
     ChunkAssembler,
     ModelChunk,

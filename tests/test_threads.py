@@ -24,10 +24,10 @@ from reactcore import (
     check_cancelled,
     tool,
 )
-from reactcore._models.scripted import ScriptedChatModel
 from reactcore._scheduler import Job
 from reactcore._threads import ThreadBudget
 from reactcore._tool_node import CALL_OBSERVER, pending_calls
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks, call, calls_state
 from tests.helpers import response_texts as texts
 

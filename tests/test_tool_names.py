@@ -25,7 +25,7 @@ from reactcore import (
     UserMessage,
     tool,
 )
-from reactcore._models.scripted import ScriptedChatModel
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks, call, calls_state
 
 pytestmark = pytest.mark.anyio

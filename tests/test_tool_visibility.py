@@ -40,8 +40,8 @@ from reactcore import (
     tool,
 )
 from reactcore._checkpoint import Checkpoint, dump_checkpoint, load_checkpoint
-from reactcore._models.scripted import ScriptedChatModel
 from reactcore.hooks import HumanInTheLoopHook
+from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks, call, calls_state
 
 pytestmark = pytest.mark.anyio

@@ -71,7 +71,7 @@ ROWS: list[Row] = [
         ("a", MODEL),
         {
             "name": 5,
-            "model": "gpt-4o-mini",
+            "model": 5,
             "tools": echo,
             "system_prompt": 1,
             "instruction": 1,
@@ -136,7 +136,7 @@ ROWS: list[Row] = [
         AgentLlmNode,
         (MODEL,),
         {
-            "model": "gpt-4o-mini",
+            "model": 5,
             "agent_name": 5,
             "system_prompt": 5,
             "instruction": 5,
@@ -273,7 +273,7 @@ ROWS: list[Row] = [
         },
         {"max_attempts": 0, "jitter": -0.1},
     ),
-    (ModelFallbackInterceptor, ([],), {"models": ["gpt-4o"], "fall_back_on": 5}, {}),
+    (ModelFallbackInterceptor, ([],), {"models": [5], "fall_back_on": 5}, {}),
     (
         ToolSelectionInterceptor,
         (noop,),
@@ -483,9 +483,8 @@ def test_each_row_is_accepted_as_given(
     ("make", "message"),
     [
         (
-            lambda: ReactAgent("x", "gpt-4o-mini"),
-            "ReactAgent.model must be a ChatModel (with call and stream), got str "
-            "'gpt-4o-mini'; pass a ChatModel, e.g. OpenAIChatModel(\"gpt-4o-mini\")",
+            lambda: ReactAgent("x", 5),
+            "ReactAgent.model must be a ChatModel (with call and stream), got int 5",
         ),
         (
             lambda: ReactAgent("x", MODEL, max_parallel_tools="5"),
@@ -645,3 +644,12 @@ def test_the_exemption_lists_name_public_classes() -> None:
     if importlib.util.find_spec("temporalio") is None:
         listed.discard("TemporalRun")
     assert listed - names == set()
+
+
+def test_a_model_string_is_a_provider_string() -> None:
+    """A model given as a string is resolved as a provider string (``infer_model``): one
+    without a provider says what a model string is and lists the known providers."""
+    with pytest.raises(ValueError, match=r"'<provider>:<model>'.*known providers: anthropic"):
+        ReactAgent("x", "gpt-4o-mini")
+    with pytest.raises(ValueError, match="known providers"):
+        AgentLlmNode("nope:model")

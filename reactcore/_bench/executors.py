@@ -27,10 +27,10 @@ from .._agent import ReactAgent
 from .._config import RunnableConfig
 from .._llm_node import AgentLlmNode
 from .._messages import AssistantMessage, ToolResponse, ToolResponseMessage, UserMessage
-from .._models.scripted import ScriptedChatModel
 from .._state import MESSAGES, OverAllState
 from .._tool_node import AgentToolNode
 from .._tools import Tool
+from ..models.scripted import ScriptedChatModel
 from .seed_baseline import SeedToolNode
 from .workloads import Probe, Timing, Workload
 

@@ -10,7 +10,8 @@ from .. import _validate as valid
 from .._exceptions import ModelError
 from .._interceptors import ModelHandler
 from .._logging import get_logger
-from .._models.base import ChatModel, ModelRequest, ModelResponse, model_name, report_retry
+from ..models._infer import as_chat_model
+from ..models.base import ChatModel, ModelRequest, ModelResponse, model_name, report_retry
 from ._retry import error_reason
 
 
@@ -18,13 +19,18 @@ def _is_model_error(error: Exception) -> bool:
     return isinstance(error, ModelError | OSError)
 
 
-def _models(value: Iterable[ChatModel]) -> tuple[ChatModel, ...]:
-    return tuple(value) if valid.ITERABLE.accepts(value) else valid.leave(value)
+def _models(value: Iterable[ChatModel | str]) -> tuple[ChatModel, ...]:
+    return (
+        tuple(as_chat_model(m) for m in value)
+        if valid.ITERABLE.accepts(value)
+        else valid.leave(value)
+    )
 
 
 @attrs.frozen
 class ModelFallbackInterceptor:
-    """On a model failure, asks each of ``models`` in turn; the last failure is raised.
+    """On a model failure, asks each of ``models`` (chat models, or provider strings such
+    as ``"openai:gpt-4.1"``) in turn; the last failure is raised.
 
     Fallback models are asked through the rest of the chain (the interceptors listed
     after this one), exactly as the primary model was.

@@ -13,7 +13,7 @@ from .._backoff import DELAY, FACTOR, JITTER, Backoff
 from .._exceptions import ModelHTTPError, ModelStreamError, ModelTimeoutError, ToolArgumentError
 from .._interceptors import ModelHandler, ToolCallRequest, ToolCallResponse, ToolHandler
 from .._logging import get_logger
-from .._models.base import ModelRequest, ModelResponse, report_retry
+from ..models.base import ModelRequest, ModelResponse, report_retry
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
 

@@ -12,7 +12,7 @@ from .. import _validate as valid
 from .._interceptors import ModelHandler
 from .._json import loads
 from .._messages import UserMessage
-from .._models.base import ChatModel, ModelRequest, ModelResponse
+from ..models.base import ChatModel, ModelRequest, ModelResponse
 
 Selector = Callable[[ModelRequest], Sequence[str] | Awaitable[Sequence[str]]]
 

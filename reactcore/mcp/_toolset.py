@@ -66,7 +66,7 @@ from ._transports import (
 
 if TYPE_CHECKING:
     from .._interceptors import ModelHandler
-    from .._models.base import ModelRequest, ModelResponse
+    from ..models.base import ModelRequest, ModelResponse
 
 _log = structlog.get_logger("reactcore.mcp")
 _MAX_PAGES = 100

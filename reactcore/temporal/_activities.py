@@ -21,8 +21,8 @@ from .._config import RunnableConfig
 from .._exceptions import ModelHTTPError
 from .._interceptors import ToolCallRequest, ToolCallResponse
 from .._llm_node import MODEL_ITERATION, STREAM, call_model
-from .._models.base import ModelRequest
 from .._state import OverAllState
+from ..models.base import ModelRequest
 from . import _codec as codec
 from ._workflow import MODEL_ACTIVITY, TOOL_ACTIVITY, model_retry
 

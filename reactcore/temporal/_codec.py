@@ -24,9 +24,9 @@ from .._events import (
     ToolCallTimedOut,
 )
 from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
-from .._models.base import ChatOptions, ToolSpec, Usage
 from .._serde import converter as converter
 from .._state import OverAllState
+from ..models.base import ChatOptions, ToolSpec, Usage
 
 _T = TypeVar("_T")
 _NO_OPTIONS = attrs.asdict(ChatOptions())

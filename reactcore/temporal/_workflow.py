@@ -38,12 +38,12 @@ from .._exceptions import ModelError, ModelHTTPError, RunCancelled, ToolExecutio
 from .._interceptors import ToolCallRequest, ToolCallResponse, ToolHandler
 from .._llm_node import MODEL_ITERATION, STREAM, visible_names
 from .._loop import Loop, Start, apply_decisions
-from .._models.base import ModelRequest, ModelResponse
 from .._result import AgentResult
 from .._run import AgentRun
+from .._run_context import DYNAMIC_TOOLS, dynamic_tools
 from .._state import OverAllState
-from .._tool_node import DYNAMIC_TOOLS, dynamic_tools
 from ..interceptors._retry import ModelRetryInterceptor
+from ..models.base import ModelRequest, ModelResponse
 from . import _codec as codec
 
 if TYPE_CHECKING:

@@ -55,10 +55,11 @@ _COUNT = valid.integer()
 class Usage:
     """Token counts of one model call, or a sum of several (``a + b``).
 
-    ``cached_tokens`` (of the prompt, served from the provider's cache) and
+    ``cached_tokens`` (of the prompt, read from the provider's cache) and
     ``reasoning_tokens`` (of the completion, spent thinking) are parts of the counts
     before them, as providers report them in ``prompt_tokens_details`` and
-    ``completion_tokens_details``; 0 when not reported.
+    ``completion_tokens_details``; ``cache_creation_tokens`` (of the prompt, written to
+    the provider's cache: Anthropic's prompt caching) too; 0 when not reported.
     """
 
     # Not checked for sign: a difference of two usages (``a - b``) is a Usage too.
@@ -67,6 +68,7 @@ class Usage:
     total_tokens: int = attrs.field(default=0, validator=_COUNT)
     cached_tokens: int = attrs.field(default=0, validator=_COUNT)
     reasoning_tokens: int = attrs.field(default=0, validator=_COUNT)
+    cache_creation_tokens: int = attrs.field(default=0, validator=_COUNT)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(*(a + b for a, b in zip(_counts(self), _counts(other), strict=True)))
@@ -82,10 +84,11 @@ def _counts(usage: Usage) -> tuple[int, ...]:
         usage.total_tokens,
         usage.cached_tokens,
         usage.reasoning_tokens,
+        usage.cache_creation_tokens,
     )
 
 
-store_when_set(Usage, "cached_tokens", "reasoning_tokens")
+store_when_set(Usage, "cached_tokens", "reasoning_tokens", "cache_creation_tokens")
 
 
 _SAMPLING = valid.number(minimum=0, optional=True)
@@ -195,13 +198,19 @@ class ToolCallDelta:
 
 @attrs.frozen
 class ModelChunk:
-    """One piece of a streamed answer."""
+    """One piece of a streamed answer.
+
+    ``provider_data`` is opaque data for the answer's ``AssistantMessage.provider_data``,
+    keyed by provider; a later chunk's entries replace an earlier one's, key by key
+    within each provider (a provider sends what it has gathered so far).
+    """
 
     text: str = ""
     tool_calls: tuple[ToolCallDelta, ...] = attrs.field(default=(), converter=_to_tuple)
     usage: Usage | None = None
     finish_reason: str | None = None
     reasoning: str = ""
+    provider_data: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, hash=False)
 
 
 LENGTH = "length"
@@ -277,6 +286,7 @@ class ChunkAssembler:
     finish_reason: str | None = None
     _at: dict[int, int] = attrs.field(factory=dict, init=False, repr=False)
     _last: int | None = attrs.field(default=None, init=False, repr=False)
+    provider_data: dict[str, dict[str, Any]] = attrs.field(factory=dict)
 
     def add(self, chunk: ModelChunk) -> ModelChunk:
         """Join ``chunk`` in; it is given back with each tool-call fragment at the index of
@@ -293,6 +303,8 @@ class ChunkAssembler:
             self.usage = chunk.usage
         if chunk.finish_reason is not None:
             self.finish_reason = chunk.finish_reason
+        for provider, data in chunk.provider_data.items():
+            self.provider_data.setdefault(provider, {}).update(data)
         return chunk
 
     def _join(self, delta: ToolCallDelta) -> ToolCallDelta:
@@ -348,5 +360,6 @@ class ChunkAssembler:
             calls,
             finish_reason=self.finish_reason,
             reasoning=clean_text("".join(self.reasoning)),
+            provider_data=self.provider_data,
         )
         return ensure_complete(ModelResponse(message, self.usage, finish_reason=self.finish_reason))

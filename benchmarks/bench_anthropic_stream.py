@@ -1,0 +1,146 @@
+"""Parsing a streamed Anthropic answer: reactcore's ``AnthropicModel`` against the official
+``anthropic`` SDK's streaming parser, on the same bytes.
+
+The answer is one pre-built ``text/event-stream`` body of 10,000 events (``--quick``:
+2,000): ``message_start``, a thinking block with its signature, text deltas, two
+``tool_use`` blocks streamed as ``input_json_delta`` pieces, ``message_delta``,
+``message_stop``. Both clients read it through the same ``httpx.MockTransport`` (no
+network): reactcore's ``stream`` → ``ChunkAssembler`` (the agent loop's path), the SDK's
+``messages.stream(...).get_final_message()`` (its accumulating parser). Each side is run
+``--repeat`` times, alternating; the table gives the medians and the ratio SDK /
+reactcore (above 1: reactcore is faster). asyncio only (the SDK's home backend).
+
+    python benchmarks/bench_anthropic_stream.py [--quick] [--repeat N] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import attrs
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parse
+
+from reactcore import (
+    AnthropicModel,
+    AssistantMessage,
+    ChunkAssembler,
+    ModelRequest,
+    ToolCall,
+    UserMessage,
+)
+from reactcore.testing import anthropic_events
+
+
+@attrs.frozen
+class Plan:
+    events: int = 10_000
+    repeat: int = 5
+
+
+def stream_body(events: int) -> tuple[bytes, int]:
+    """An SSE body of about ``events`` events, as the Messages API frames them, and the
+    exact number of events."""
+    text_pieces = events - 40
+    message = AssistantMessage(
+        "x" * text_pieces,
+        [
+            ToolCall("toolu_1", "search", json.dumps({"q": "a" * 30})),
+            ToolCall("toolu_2", "search", "{}"),
+        ],
+        reasoning="thinking",
+        provider_data={
+            "anthropic": {
+                "thinking": [
+                    {"index": 0, "type": "thinking", "thinking": "t" * 20, "signature": "sig"}
+                ]
+            }
+        },
+    )
+    frames = anthropic_events(message, chunk_size=1)
+    body = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in frames)
+    return body, len(frames)
+
+
+def transport(body: bytes, http: Any = httpx) -> Any:
+    """A transport answering every request with ``body`` (``http``: httpx, or the httpx
+    fork the SDK uses, ``httpx2``)."""
+
+    def answer(request: Any) -> Any:
+        return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    return http.MockTransport(answer)
+
+
+async def with_reactcore(body: bytes) -> float:
+    async with httpx.AsyncClient(transport=transport(body)) as client:
+        model = AnthropicModel("m", base_url="http://bench", api_key="k", http_client=client)
+        start = time.perf_counter()
+        assembler = ChunkAssembler()
+        async with model.stream(ModelRequest([UserMessage("hi")])) as chunks:
+            async for chunk in chunks:
+                assembler.add(chunk)
+        assert len(assembler.result().message.tool_calls) == 2
+        return time.perf_counter() - start
+
+
+async def with_sdk(body: bytes) -> float:
+    import anthropic
+    import httpx2  # the SDK's own httpx
+
+    async with httpx2.AsyncClient(transport=transport(body, httpx2)) as client:
+        sdk = anthropic.AsyncAnthropic(
+            base_url="http://bench", api_key="k", http_client=client, max_retries=0
+        )
+        start = time.perf_counter()
+        async with sdk.messages.stream(
+            model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+        ) as stream:
+            message = await stream.get_final_message()
+        assert sum(b.type == "tool_use" for b in message.content) == 2
+        return time.perf_counter() - start
+
+
+async def measure(plan: Plan) -> dict[str, Any]:
+    body, count = stream_body(plan.events)
+    ours: list[float] = []
+    theirs: list[float] = []
+    await with_reactcore(body)  # warm both paths up once
+    await with_sdk(body)
+    for _ in range(plan.repeat):
+        ours.append(await with_reactcore(body))
+        theirs.append(await with_sdk(body))
+    reactcore_s, sdk_s = statistics.median(ours), statistics.median(theirs)
+    return {
+        "events": count,
+        "bytes": len(body),
+        "reactcore_ms": round(reactcore_s * 1000, 2),
+        "sdk_ms": round(sdk_s * 1000, 2),
+        "sdk_over_reactcore": round(sdk_s / reactcore_s, 2),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args, plan = parse(__doc__ or "", Plan(events=2_000, repeat=3), Plan(), argv)
+    row = anyio.run(measure, plan, backend="asyncio")
+    print(f"{'events':>8} {'bytes':>9} {'reactcore ms':>13} {'SDK ms':>8} {'SDK/reactcore':>14}")
+    print(
+        f"{row['events']:>8} {row['bytes']:>9} {row['reactcore_ms']:>13.2f} {row['sdk_ms']:>8.2f}"
+        f" {row['sdk_over_reactcore']:>14.2f}"
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps([row], indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

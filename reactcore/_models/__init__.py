@@ -1,1 +1,0 @@
-"""Chat models: the protocol the LLM node talks to, and the clients that implement it."""

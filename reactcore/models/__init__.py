@@ -1,0 +1,39 @@
+"""Chat models: the ``ChatModel`` protocol the LLM node talks to, and the clients that
+implement it, one module per provider wire format over one shared HTTP layer.
+
+A model can be named by a provider string, ``"openai:gpt-4.1"`` or
+``"anthropic:claude-sonnet-4-5"`` (``infer_model``); keys and base URLs come from the
+environment then.
+"""
+
+from __future__ import annotations
+
+from ._infer import infer_model as infer_model
+from ._infer import known_providers as known_providers
+from .anthropic import AnthropicModel as AnthropicModel
+from .base import ChatModel as ChatModel
+from .base import ChatOptions as ChatOptions
+from .base import ChunkAssembler as ChunkAssembler
+from .base import ModelChunk as ModelChunk
+from .base import ModelRequest as ModelRequest
+from .base import ModelResponse as ModelResponse
+from .base import ToolCallDelta as ToolCallDelta
+from .base import ToolSpec as ToolSpec
+from .base import Usage as Usage
+from .openai import OpenAIChatModel as OpenAIChatModel
+
+__all__ = [
+    "AnthropicModel",
+    "ChatModel",
+    "ChatOptions",
+    "ChunkAssembler",
+    "ModelChunk",
+    "ModelRequest",
+    "ModelResponse",
+    "OpenAIChatModel",
+    "ToolCallDelta",
+    "ToolSpec",
+    "Usage",
+    "infer_model",
+    "known_providers",
+]

@@ -1,0 +1,416 @@
+"""``OpenAIChatModel``: a client for OpenAI-compatible chat-completions endpoints.
+
+``call`` POSTs ``{base_url}/chat/completions`` and parses the whole answer; ``stream``
+asks for server-sent events, ended by ``data: [DONE]``. This module is the wire mapping
+only: retries, Retry-After, error mapping, key redaction, bounded parsing, SSE reading
+and closing the connection are the shared layer's (``reactcore.models._http``).
+
+The API key travels in the ``Authorization`` header only: it is left out of the repr
+and never logged, nor in any error (see the shared layer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Self
+
+import attrs
+import httpx
+from anyio.lowlevel import checkpoint
+
+from .. import _validate as valid
+from .._exceptions import ModelError, ModelStreamError
+from .._serde import (
+    TOOL_MEDIA,
+    ToolMedia,
+    _wire_hook,
+    assistant_from_wire,
+    clean_text,
+    converter,
+    messages_to_wire,
+    reasoning_text,
+)
+from . import _http as http
+from ._http import Endpoint, decode, parse_json
+from .base import (
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    ToolCallDelta,
+    ToolSpec,
+    Usage,
+)
+
+_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_DONE = "[DONE]"
+_OPTIONS = ("temperature", "top_p", "max_tokens", "tool_choice", "response_format")
+
+
+# --- the wire format of answers (requests are built from plain dicts) -------------------
+
+
+@attrs.frozen
+class _WirePromptDetails:
+    cached_tokens: int | None = None
+
+
+@attrs.frozen
+class _WireCompletionDetails:
+    reasoning_tokens: int | None = None
+
+
+@attrs.frozen
+class _WireUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int | None = None
+    prompt_tokens_details: _WirePromptDetails | None = None
+    completion_tokens_details: _WireCompletionDetails | None = None
+
+
+@attrs.frozen
+class _WireChoice:
+    message: Any
+    finish_reason: str | None = None
+
+
+@attrs.frozen
+class _WireCompletion:
+    choices: list[_WireChoice]
+    usage: _WireUsage | None = None
+
+
+@attrs.frozen
+class _WireFunctionDelta:
+    name: str | None = None
+    arguments: str | None = None
+
+
+@attrs.frozen
+class _WireToolCallDelta:
+    index: int | None = None
+    id: str | None = None
+    function: _WireFunctionDelta | None = None
+
+
+@attrs.frozen
+class _WireDelta:
+    content: str | None = None
+    tool_calls: list[_WireToolCallDelta] | None = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+
+
+@attrs.frozen
+class _WireChunkChoice:
+    index: int = 0
+    delta: _WireDelta = _WireDelta()
+    finish_reason: str | None = None
+
+
+@attrs.frozen
+class _WireChunk:
+    choices: list[_WireChunkChoice] = attrs.field(factory=list)
+    usage: _WireUsage | None = None
+    error: Any = None
+
+
+for _cls in (
+    _WirePromptDetails,
+    _WireCompletionDetails,
+    _WireUsage,
+    _WireChoice,
+    _WireCompletion,
+    _WireFunctionDelta,
+    _WireToolCallDelta,
+    _WireDelta,
+    _WireChunkChoice,
+    _WireChunk,
+):
+    # Objects only, and extra fields (id, created, logprobs, system_fingerprint …) tolerated.
+    converter.register_structure_hook(_cls, _wire_hook(_cls))
+
+
+# --- requests ---------------------------------------------------------------------------
+
+
+def _tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": converter.unstructure(dict(spec.parameters)),
+        },
+    }
+
+
+def request_body(
+    request: ModelRequest,
+    model: str,
+    *,
+    stream: bool,
+    tool_media: ToolMedia = "describe",
+    send_reasoning: bool = False,
+) -> dict[str, Any]:
+    """The JSON body of a chat-completions request for ``request``.
+
+    The system message goes first; tools are the visible ones (the key is left out when
+    there are none); options are sent only when set; ``extra_body`` is merged in last.
+    ``tool_media`` says how tools' images and files are sent (see ``messages_to_wire``);
+    with ``send_reasoning``, assistant messages carry their ``reasoning_content``.
+    """
+    options = request.options
+    system = [request.system_message] if request.system_message is not None else []
+    messages = messages_to_wire(
+        [*system, *request.messages], tool_media=tool_media, reasoning=send_reasoning
+    )
+    body: dict[str, Any] = {"model": options.model or model, "messages": messages}
+    tools = [_tool_to_wire(spec) for spec in request.visible_tool_specs()]
+    if tools:
+        body["tools"] = tools
+        if options.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = options.parallel_tool_calls
+    for name in _OPTIONS:
+        value = getattr(options, name)
+        if value is not None:
+            body[name] = converter.unstructure(value)
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    body.update(converter.unstructure(dict(options.extra_body)))
+    return body
+
+
+def _usage(wire: _WireUsage | None) -> Usage | None:
+    if wire is None:
+        return None
+    total = wire.total_tokens
+    if total is None:
+        total = wire.prompt_tokens + wire.completion_tokens
+    prompt, completion = wire.prompt_tokens_details, wire.completion_tokens_details
+    return Usage(
+        wire.prompt_tokens,
+        wire.completion_tokens,
+        total,
+        cached_tokens=(prompt.cached_tokens or 0) if prompt else 0,
+        reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0,
+    )
+
+
+# --- answers ----------------------------------------------------------------------------
+
+
+def parse_completion(payload: Any) -> ModelResponse:
+    """A ``ModelResponse`` from a chat-completions JSON answer (its first choice)."""
+    wire = decode(lambda p: converter.structure(p, _WireCompletion), payload, ModelError, "$")
+    if not wire.choices:
+        raise ModelError("malformed answer: no choices")
+    choice = wire.choices[0]
+    message = decode(assistant_from_wire, choice.message, ModelError, "$.choices[0].message")
+    message = attrs.evolve(message, finish_reason=choice.finish_reason)
+    return ModelResponse(
+        message, _usage(wire.usage), raw=payload, finish_reason=choice.finish_reason
+    )
+
+
+def _tool_call_delta(wire: _WireToolCallDelta) -> ToolCallDelta:
+    """A fragment as the server sent it, its index ``None`` when it had none (the
+    ``ChunkAssembler`` then finds its call by id, or takes the last one)."""
+    function = wire.function or _WireFunctionDelta()
+    return ToolCallDelta(
+        wire.index,
+        None if wire.id is None else clean_text(wire.id),
+        None if function.name is None else clean_text(function.name),
+        clean_text(function.arguments or ""),
+    )
+
+
+_NO_CHUNK = ModelChunk()
+
+
+def _text_chunk(payload: Any) -> ModelChunk | None:
+    """The chunk of the most common event — one choice, a text delta, no tool calls, no
+    usage — read without the converter (it is 2× faster); None for any other shape,
+    which then goes the strict way."""
+    if type(payload) is not dict or "error" in payload or payload.get("usage") is not None:
+        return None
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
+        return None
+    choice = choices[0]
+    delta, finish = choice.get("delta"), choice.get("finish_reason")
+    if choice.get("index", 0) != 0 or type(delta) is not dict or delta.get("tool_calls"):
+        return None
+    if delta.get("reasoning_content") or delta.get("reasoning"):
+        return None
+    content = delta.get("content")
+    if not (content is None or type(content) is str) or not (finish is None or type(finish) is str):
+        return None
+    return ModelChunk(text=clean_text(content) if content else "", finish_reason=finish)
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+def parse_chunk(data: str, redact: Callable[[str], str] = _as_is) -> ModelChunk | None:
+    """The ``ModelChunk`` of one SSE ``data`` payload; None when it carries nothing.
+
+    An error event raises ``ModelStreamError`` with the server's error, passed through
+    ``redact`` (before it is cut to length) and never chained to the payload.
+    """
+    payload = parse_json(data, ModelStreamError, "a stream event")
+    quick = _text_chunk(payload)
+    if quick is not None:
+        return None if quick == _NO_CHUNK else quick
+    wire = decode(lambda p: converter.structure(p, _WireChunk), payload, ModelStreamError, "$")
+    if wire.error is not None:
+        said = redact(repr(wire.error))
+        raise ModelStreamError(f"the server sent an error in the stream: {said}"[:600])
+    choice = next((c for c in wire.choices if c.index == 0), _WireChunkChoice())
+    calls = choice.delta.tool_calls or []
+    chunk = ModelChunk(
+        text=clean_text(choice.delta.content or ""),
+        reasoning=reasoning_text(choice.delta.reasoning_content, choice.delta.reasoning),
+        tool_calls=[_tool_call_delta(d) for d in calls],
+        usage=_usage(wire.usage),
+        finish_reason=choice.finish_reason,
+    )
+    return None if chunk == _NO_CHUNK else chunk
+
+
+@attrs.define
+class _Events:
+    """The reading of a chat-completions stream: one chunk per event, up to ``[DONE]``."""
+
+    redact: Callable[[str], str]
+    done: bool = False
+
+    def feed(self, data: str) -> ModelChunk | None:
+        if data == _DONE:
+            self.done = True
+            return None
+        return parse_chunk(data, self.redact)
+
+
+# --- the client -------------------------------------------------------------------------
+
+
+def _base_url(value: str | None) -> str:
+    return http.url_from_env(value, "OPENAI_BASE_URL", _DEFAULT_BASE_URL)
+
+
+def _api_key(value: str | None) -> str | None:
+    return http.from_env(value, "OPENAI_API_KEY")
+
+
+def _client_for(model: OpenAIChatModel) -> httpx.AsyncClient:
+    if model.http_client is not None:
+        return model.http_client
+    return httpx.AsyncClient(timeout=model.timeout)
+
+
+@attrs.define(eq=False)
+class OpenAIChatModel:
+    """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` (else the OpenAI API) and
+    ``OPENAI_API_KEY``; ``options.model`` in a request overrides ``model``. ``timeout``
+    (an ``httpx.Timeout``, or seconds; ``None`` for none) applies to every request, also
+    through a given ``http_client``. ``max_retries``, ``retry_backoff`` (the first pause)
+    and ``retry_after_cap`` shape the retries described in the module docstring.
+
+    ``tool_media`` is how what tools return besides text (images, files) reaches the
+    model, which takes only text in ``tool`` messages: ``"describe"`` (the default) in
+    words in the tool message; ``"user_message"`` also whole in a user message after
+    the tool messages, for vision models; ``"parts"`` as the tool message's own content
+    parts, for providers that accept them (see ``messages_to_wire``).
+
+    The model's reasoning (``reasoning_content`` or ``reasoning``) is kept on the
+    ``AssistantMessage`` and streamed as its own chunks. ``send_reasoning=True`` sends it
+    back, as ``reasoning_content`` on earlier assistant messages, for providers that
+    require it (DeepSeek's thinking mode with tool calls, Kimi); by default it is not
+    sent, as others reject it.
+
+    The model owns the HTTP client it makes and closes it in ``aclose()`` (or at the end
+    of ``async with``); a given ``http_client`` is left open for its owner.
+    """
+
+    model: str = attrs.field(validator=http.MODEL_NAME)
+    base_url: str = attrs.field(default=None, converter=_base_url, kw_only=True, validator=http.URL)
+    api_key: str | None = attrs.field(
+        default=None, converter=_api_key, kw_only=True, repr=False, validator=http.KEY
+    )
+    timeout: httpx.Timeout = attrs.field(
+        default=http.DEFAULT_TIMEOUT,
+        converter=http.as_timeout,
+        kw_only=True,
+        validator=http.TIMEOUT,
+    )
+    max_retries: int = attrs.field(default=2, kw_only=True, validator=http.RETRIES)
+    retry_after_cap: float = attrs.field(default=60.0, kw_only=True, validator=http.SECONDS)
+    retry_backoff: float = attrs.field(default=0.5, kw_only=True, validator=http.SECONDS)
+    send_reasoning: bool = attrs.field(default=False, kw_only=True, validator=http.FLAG)
+    http_client: httpx.AsyncClient | None = attrs.field(
+        default=None, kw_only=True, repr=False, validator=http.HTTP_CLIENT
+    )
+    tool_media: ToolMedia = attrs.field(
+        default="describe", kw_only=True, validator=valid.one_of(*TOOL_MEDIA)
+    )
+    _client: httpx.AsyncClient = attrs.field(
+        init=False, repr=False, default=attrs.Factory(_client_for, takes_self=True)
+    )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this model made it; a given one is left open."""
+        if self.http_client is None:
+            await self._client.aclose()
+        else:
+            await checkpoint()
+
+    async def call(self, request: ModelRequest) -> ModelResponse:
+        """The model's whole answer to ``request`` (retried as the shared layer says)."""
+        body = self._body(request, stream=False)
+        return await self._endpoint().call(body, request.context, parse_completion)
+
+    @asynccontextmanager
+    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
+        """The model's answer as chunks; the response is closed when the block ends."""
+        body = self._body(request, stream=True)
+        async with self._endpoint().stream(body, request.context, _Events) as chunks:
+            yield chunks
+
+    def _body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        return request_body(
+            request,
+            self.model,
+            stream=stream,
+            tool_media=self.tool_media,
+            send_reasoning=self.send_reasoning,
+        )
+
+    def _endpoint(self) -> Endpoint:
+        if not self.api_key and self.base_url == _DEFAULT_BASE_URL:
+            raise ValueError(
+                "no API key for the OpenAI API: set OPENAI_API_KEY, or pass api_key= "
+                "(or base_url= for a server that needs none)"
+            )
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        return Endpoint(
+            self._client,
+            f"{self.base_url}/chat/completions",
+            headers,
+            self.timeout,
+            max_retries=self.max_retries,
+            retry_backoff=self.retry_backoff,
+            retry_after_cap=self.retry_after_cap,
+            secret=self.api_key,
+        )

@@ -1,0 +1,82 @@
+"""Provider strings: ``infer_model`` and ``ReactAgent("x", "openai:gpt-4.1")``, keys and
+base URLs from the environment, clear errors for unknown providers and missing keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from reactcore import ModelFallbackInterceptor, OpenAIChatModel, ReactAgent, infer_model
+from reactcore._messages import UserMessage
+from reactcore.models import ModelRequest, known_providers
+from reactcore.testing import SSEReply, serve_openai_compatible
+
+KEY = "sk-provider-string-test"
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No provider variable set."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_openai_string_makes_an_openai_model_from_the_environment(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """``"openai:gpt-4.1"`` is an ``OpenAIChatModel`` for ``gpt-4.1`` with the key and base
+    URL of ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``."""
+    clean_env.setenv("OPENAI_API_KEY", KEY)
+    clean_env.setenv("OPENAI_BASE_URL", "http://proxy.local/v1")
+    model = infer_model("openai:gpt-4.1")
+    assert isinstance(model, OpenAIChatModel)
+    assert (model.model, model.api_key, model.base_url) == ("gpt-4.1", KEY, "http://proxy.local/v1")
+
+
+def test_an_unknown_provider_lists_the_known_ones(clean_env: pytest.MonkeyPatch) -> None:
+    """An unknown provider, or a string without one, is a ``ValueError`` naming every
+    known provider."""
+    for name in ("mistral:large", "gpt-4.1", ":x", "openai:"):
+        with pytest.raises(ValueError, match="known providers") as caught:
+            infer_model(name)
+        assert all(p in str(caught.value) for p in known_providers())
+    assert "openai" in known_providers()
+
+
+def test_a_missing_key_names_the_variable_to_set(clean_env: pytest.MonkeyPatch) -> None:
+    """Without ``OPENAI_API_KEY`` the string fails at once, saying which variable to set
+    (rather than a DNS or 401 error at the first call); with only a base URL it works
+    (a local server may need no key)."""
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        ReactAgent("x", "openai:gpt-4.1")
+    clean_env.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    assert isinstance(infer_model("openai:gpt-4.1"), OpenAIChatModel)
+
+
+@pytest.mark.anyio
+async def test_a_model_without_key_for_the_openai_api_says_what_to_set(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """An ``OpenAIChatModel`` built without a key for the OpenAI API itself raises a
+    ``ValueError`` naming ``OPENAI_API_KEY`` when called, before any network access."""
+    async with OpenAIChatModel("gpt-4.1") as model:
+        with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+            await model.call(ModelRequest([UserMessage("hi")]))
+
+
+@pytest.mark.anyio
+async def test_an_agent_and_a_fallback_take_provider_strings(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """``ReactAgent("x", "openai:m")`` answers through the model the string names, and
+    ``ModelFallbackInterceptor`` takes strings too."""
+    with serve_openai_compatible([SSEReply.of("hello")]) as server:
+        clean_env.setenv("OPENAI_BASE_URL", server.base_url)
+        clean_env.setenv("OPENAI_API_KEY", KEY)
+        fallback = ModelFallbackInterceptor(["openai:backup"])
+        assert isinstance(fallback.models[0], OpenAIChatModel)
+        agent = ReactAgent("x", "openai:test-model", interceptors=[fallback])
+        result = await agent.invoke("hi")
+    assert result.text == "hello"
+    assert server.requests[0]["model"] == "test-model"
+    assert server.request_headers[0]["authorization"] == f"Bearer {KEY}"
