@@ -228,6 +228,12 @@ def unchecked_user_message(text: Any) -> UserMessage:
         return UserMessage(text)
 
 
+def unchecked_usage(*counts: Any) -> Usage:
+    """A ``Usage`` made with attrs validation switched off, as a caller can."""
+    with attrs.validators.disabled():
+        return Usage(*counts)
+
+
 IMAGE_CONTENT = [
     {"type": "text", "text": "What is this?"},
     {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
@@ -251,7 +257,7 @@ def test_a_single_message_or_usage_that_would_not_load_back_is_refused() -> None
     """The same holds for a message as a state value of its own and for ``Usage``."""
     for key, value, where in [
         ("answer", unchecked_user_message(7), "@ $.text"),
-        ("_TOKEN_USAGE_", Usage("3", 1, 4), "@ $.prompt_tokens"),  # type: ignore[arg-type]
+        ("_TOKEN_USAGE_", unchecked_usage("3", 1, 4), "@ $.prompt_tokens"),
     ]:
         state = OverAllState({"messages": [UserMessage("hi")], key: value})
         with pytest.raises(TypeError, match=rf"state key '{key}' cannot be checkpointed") as info:

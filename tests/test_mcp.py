@@ -445,7 +445,7 @@ async def test_errors_leave_the_block_as_themselves(
             agent = ReactAgent("mcp", model, tools=[toolset])
             async with agent.start("go") as run:
                 await logged(server_log, event="started", tag=mark)
-                run.cancel()
+                await run.cancel()
                 await run.result()
 
     with pytest.raises(RunCancelled):
