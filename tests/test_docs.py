@@ -304,6 +304,7 @@ def test_the_readme_is_one_screenful_of_choices() -> None:
 _PUBLIC_SUBMODULES = (
     "reactcore.hooks",
     "reactcore.interceptors",
+    "reactcore.models",
     "reactcore.testing",
     "reactcore.mcp",
     "reactcore.temporal",
