@@ -1,7 +1,9 @@
-"""Benchmark: ``reactcore.AgentToolNode`` against LangGraph's prebuilt ``ToolNode``.
+"""Benchmark: reactcore's tool execution against LangGraph, pydantic-ai and the OpenAI
+Agents SDK, on asyncio only (the peers are asyncio-only; ``--backend`` is accepted and
+ignored). Two tables, one run.
 
-One batch of N tool calls (one assistant message) runs through each executor, on asyncio
-only (LangGraph is asyncio-only; ``--backend`` is accepted and ignored):
+**Node level**: one batch of N tool calls (one assistant message) runs through each
+executor alone:
 
 - ``reactcore-par``: ``AgentToolNode(parallel_tool_execution=True, max_parallel_tools=N)``;
 - ``reactcore-seq``: ``AgentToolNode()``, sequential (sync tools inline);
@@ -13,15 +15,44 @@ only (LangGraph is asyncio-only; ``--backend`` is accepted and ignored):
 - ``gather``: ``asyncio.gather`` of the bare coroutines (the floor); sync tools each in a
   thread of a dedicated ``ThreadPoolExecutor(N)``.
 
+Columns: median wall time over the repeats, µs per call, ratio to ``gather``
+(``×gather``) and, for ``reactcore-par``, ratio to ``langgraph`` (``rc/lg``). A run whose
+ideal makespan exceeds the budget is skipped and listed as such.
+
+**Agent level**: pydantic-ai and the Agents SDK have no tool executor to call alone, so
+each framework's whole agent runs one turn, over a fake model and no network: the model's
+first answer asks for N tool calls, its second is the final text. The same agent (same
+tools, same fake model) also runs a turn whose first answer is the final text (no tool
+call); the cost of the batch is the difference, and µs per call is that over N:
+
+- ``reactcore-agent``: ``ReactAgent(parallel_tool_execution=True, max_parallel_tools=N)``
+  over ``reactcore.testing.ScriptedChatModel``, ``invoke`` not streamed (the peers' runs do
+  not stream either); sync tools on worker threads (``max(40, N)``);
+- ``pydantic-ai``: ``pydantic_ai.Agent.run`` over ``FunctionModel`` (an async function
+  returning ``ModelResponse(parts=[ToolCallPart, ...])`` then ``[TextPart]``, each with its
+  usage so the test model does not estimate it); tools in the default ``parallel`` mode;
+  sync tools on anyio worker threads (its default limiter: 40);
+- ``openai-agents``: ``agents.Runner.run`` over a subclass of ``agents.models.interface.
+  Model`` whose ``get_response`` returns ``ModelResponse(output=[ResponseFunctionToolCall,
+  ...])`` then a ``ResponseOutputMessage``; tracing disabled (by default it exports spans
+  over the network); sync tools through ``asyncio.to_thread`` (the loop's default
+  executor, ``min(32, cpus + 4)`` threads).
+
+The difference holds the N tool calls plus what one more loop iteration costs (the second
+model request with N results in its history, one more step of the loop): that is what a
+batch costs an agent, the same for every framework; amortised over N it weighs most at
+N = 10. Each agent is built once per case and warmed up by one unmeasured run; the fake
+answers are built before the clock starts. Per repeat the two runs are adjacent, and the
+figure is the median of the paired differences (``batch ms``); ``run ms`` and ``empty ms``
+are the medians of each. ``rc/peer`` is ``reactcore-agent``'s µs per call over the peer's.
+
 Workloads: ``io`` (async tools awaiting ``asyncio.sleep(50 ms)``), ``overhead`` (async
 no-ops: µs per call is the executor's own cost), ``blocking`` (sync tools
-``time.sleep(50 ms)``). Each tool is defined once per framework, in its own way
-(``reactcore.tool``, ``langchain_core.tools.tool``), around the same body.
-
-Every run counts the answers (non-error responses); a run that lost any is reported as
-such, not timed. Columns: median wall time over the repeats, µs per call, ratio to
-``gather`` (``×gather``) and, for ``reactcore-par``, ratio to ``langgraph`` (``rc/lg``).
-A run whose ideal makespan exceeds the budget is skipped and listed as such.
+``time.sleep(50 ms)``: mostly measures each framework's thread pool). Each tool is defined
+once per framework, in its own way (``reactcore.tool``, ``langchain_core.tools.tool``,
+``pydantic_ai.Tool``, ``agents.function_tool``), around the same body. Every run counts
+its answers (non-error responses; at agent level, also the final text); a case that lost
+any is reported as such, not timed.
 
     python benchmarks/peers/bench_peers.py [--quick] [--repeat R] [--json PATH]
 """
