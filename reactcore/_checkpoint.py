@@ -77,6 +77,8 @@ import attrs
 import cattrs
 
 from . import _validate as valid
+from ._config import THREAD_ID_MAX_BYTES as THREAD_ID_MAX_BYTES
+from ._config import check_thread_id as check_thread_id
 from ._exceptions import LeaseLost, ThreadBusy
 from ._logging import get_logger
 from ._messages import (
@@ -225,48 +227,6 @@ class LeasingSaver(Saver, Protocol):
 
 
 # --- thread ids -------------------------------------------------------------------------
-
-THREAD_ID_MAX_BYTES = 1024
-"""The longest thread id a saver keeps, in bytes of UTF-8: 1024 ASCII characters, fewer
-when they are not ASCII (at least 256). Every saver has the same rule, so that a thread
-moves between them; the bound keeps an id within a database index entry (PostgreSQL's
-B-tree refuses entries over about 2.7 kB, and an incompressible id counts in full)."""
-
-_THREAD_ID_RULE = (
-    "a thread id must be a non-empty str of valid Unicode (no lone surrogates), without "
-    f"NUL characters, of at most {THREAD_ID_MAX_BYTES} bytes in UTF-8"
-)
-
-
-def _shown(text: str) -> str:
-    return repr(text) if len(text) <= 40 else f"{text[:30]!r}…"
-
-
-def check_thread_id(thread_id: str) -> str:
-    """``thread_id``, if every saver can keep it; checked by every saver method and by
-    the claim of every run, before any I/O.
-
-    Raised by ``check_thread_id``: ``ValueError`` naming the rule and what breaks it
-    (empty, a NUL character, a lone surrogate, more than ``THREAD_ID_MAX_BYTES`` bytes
-    in UTF-8); ``TypeError`` when it is not a ``str``.
-    """
-    if type(thread_id) is not str:
-        raise TypeError(f"{_THREAD_ID_RULE}, got a {type(thread_id).__name__}")
-    if not thread_id:
-        raise ValueError(f"{_THREAD_ID_RULE}, got an empty string")
-    nul = thread_id.find("\x00")
-    if nul >= 0:
-        raise ValueError(f"{_THREAD_ID_RULE}: {_shown(thread_id)} has a NUL at index {nul}")
-    try:
-        size = len(thread_id.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"{_THREAD_ID_RULE}: {_shown(thread_id)} has a lone surrogate at index {exc.start}"
-        ) from None
-    if size > THREAD_ID_MAX_BYTES:
-        raise ValueError(f"{_THREAD_ID_RULE}: {_shown(thread_id)} has {size} bytes")
-    return thread_id
-
 
 # --- JSON-native values -----------------------------------------------------------------
 

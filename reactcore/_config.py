@@ -9,6 +9,57 @@ import attrs
 
 from . import _validate as valid
 
+THREAD_ID_MAX_BYTES = 1024
+"""The longest thread id a saver keeps, in bytes of UTF-8: 1024 ASCII characters, fewer
+when they are not ASCII (at least 256). Every saver has the same rule, so that a thread
+moves between them; the bound keeps an id within a database index entry (PostgreSQL's
+B-tree refuses entries over about 2.7 kB, and an incompressible id counts in full)."""
+
+_THREAD_ID_RULE = (
+    "a thread id must be a non-empty str of valid Unicode (no lone surrogates), without "
+    f"NUL characters, of at most {THREAD_ID_MAX_BYTES} bytes in UTF-8"
+)
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:30]!r}…"
+
+
+def check_thread_id(thread_id: str) -> str:
+    """``thread_id``, if every saver can keep it; checked by every saver method and by
+    the claim of every run, before any I/O.
+
+    Raised by ``check_thread_id``: ``ValueError`` naming the rule and what breaks it
+    (empty, a NUL character, a lone surrogate, more than ``THREAD_ID_MAX_BYTES`` bytes
+    in UTF-8); ``TypeError`` when it is not a ``str``.
+    """
+    if type(thread_id) is not str:
+        raise TypeError(f"{_THREAD_ID_RULE}, got a {type(thread_id).__name__}")
+    if not thread_id:
+        raise ValueError(f"{_THREAD_ID_RULE}, got an empty string")
+    nul = thread_id.find("\x00")
+    if nul >= 0:
+        raise ValueError(f"{_THREAD_ID_RULE}: {_shown(thread_id)} has a NUL at index {nul}")
+    try:
+        size = len(thread_id.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{_THREAD_ID_RULE}: {_shown(thread_id)} has a lone surrogate at index {exc.start}"
+        ) from None
+    if size > THREAD_ID_MAX_BYTES:
+        raise ValueError(f"{_THREAD_ID_RULE}: {_shown(thread_id)} has {size} bytes")
+    return thread_id
+
+
+def _thread_id(instance: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """``RunnableConfig.thread_id``: ``None`` or an id every saver keeps (``check_thread_id``)."""
+    if value is None:
+        return
+    try:
+        check_thread_id(value)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"RunnableConfig.thread_id: {exc}") from None
+
 
 @attrs.frozen
 class RunnableConfig:
@@ -23,9 +74,7 @@ class RunnableConfig:
     ``math.inf``: wait as long as it takes).
     """
 
-    thread_id: str | None = attrs.field(
-        default=None, validator=valid.text(non_empty=True, optional=True)
-    )
+    thread_id: str | None = attrs.field(default=None, validator=_thread_id)
     metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False, validator=valid.mapping())
     context: dict[str, Any] = attrs.field(
         factory=dict,

@@ -663,7 +663,7 @@ async def test_a_run_whose_lease_is_taken_over_ends_with_lease_lost(saver: Postg
             await anyio.to_thread.run_sync(take_over, saver.schema, "t", "thief")
             with pytest.raises(LeaseLost) as lost:
                 await run.result()
-            assert run.status == "failed"
+            assert await run.status() == "failed"
     assert lost.value.thread_id == "t"
     assert lost.value.owner == run.run_id
     assert str(lost.value).startswith(f"run {run.run_id} lost thread 't': another owner took")

@@ -326,20 +326,22 @@ async def test_malformed_json_is_a_value_error_saying_what_is_wrong(data: Any, s
         event_from_json(data)
 
 
-# --- the README's reference -------------------------------------------------------------
+# --- the docs' reference ----------------------------------------------------------------
+
+DOCS = README.parent / "docs"
 
 
-def readme_section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
+def docs_section(page: str, title: str) -> str:
+    text = (DOCS / page).read_text(encoding="utf-8")
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else len(text)]
 
 
-def test_the_readme_lists_every_event_with_its_json_type() -> None:
-    """The README's event reference names every event type exported, each with its JSON
+def test_the_docs_list_every_event_with_its_json_type() -> None:
+    """The runs page's event reference names every event type exported, each with its JSON
     "type" tag, so the docs cannot drift from the code."""
-    section = readme_section("API reference")
+    section = docs_section("runs.md", "Events")
     exported = [getattr(reactcore, name) for name in reactcore.__all__]
     events = [cls for cls in exported if cls in get_args(Event)]
     assert set(events) == set(get_args(Event))
@@ -351,20 +353,21 @@ def test_the_readme_lists_every_event_with_its_json_type() -> None:
     assert missing == []
 
 
-def test_the_readme_reference_names_every_option_field_and_exception() -> None:
-    """Every ReactAgent option, every AgentResult field and property, and every exported
-    exception appear in the README's reference."""
-    section = readme_section("API reference")
+def test_the_docs_name_every_option_field_and_exception() -> None:
+    """Every ReactAgent option is named in the guide pages, every AgentResult field and
+    property on the runs page's Results section, and every exported exception on the
+    exceptions reference page."""
+    guide = "\n".join(p.read_text(encoding="utf-8") for p in DOCS.glob("*.md"))
     options = [f.name for f in attrs.fields(ReactAgent) if f.init]
-    signature = section[section.index("ReactAgent(\n") : section.index("\n)\n")]
-    listed = re.findall(r"^    (\w+): ", signature, re.MULTILINE)
-    assert listed == options  # every option, in the constructor's order
+    assert [o for o in options if f"`{o}" not in guide and f"{o}=" not in guide] == []
+    results = docs_section("runs.md", "Results")
     result_fields = ["messages", "text", "output", "usage", "status", "interrupt", "model_calls"]
-    assert [f for f in result_fields if f"`{f}`" not in section] == []
+    assert [f for f in result_fields if f"`{f}`" not in results] == []
+    reference = (DOCS / "reference" / "exceptions.md").read_text(encoding="utf-8")
     exceptions = [
         name
         for name in reactcore.__all__
         if isinstance(getattr(reactcore, name), type)
         and issubclass(getattr(reactcore, name), Exception)
     ]
-    assert [name for name in exceptions if name not in section] == []
+    assert [name for name in exceptions if f"::: reactcore.{name}" not in reference] == []
