@@ -42,7 +42,6 @@ import email.utils
 import functools
 import json
 import math
-import os
 import random
 import re
 import time
@@ -57,7 +56,6 @@ import attrs
 import httpx
 from cattrs.errors import BaseValidationError
 
-from .. import _validate as valid
 from .._exceptions import ModelError, ModelHTTPError, ModelStreamError, ModelTimeoutError
 from .._json import MAX_DEPTH, MAX_NUMBER_DIGITS, JSONLimitError
 from .._json import loads as bounded_loads
@@ -65,7 +63,6 @@ from .._logging import get_logger
 from .._serde import clean_text, describe_error
 from .base import ModelChunk, ModelResponse, ensure_complete, report_retry
 
-DEFAULT_TIMEOUT = httpx.Timeout(60, connect=5)
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _MAX_BACKOFF = 8.0
 _EXCERPT = 500
@@ -92,39 +89,6 @@ def body_bytes(body: Mapping[str, Any]) -> bytes:
     message) is repaired rather than raising ``UnicodeEncodeError`` from the encoder: the
     last line of defence after the cleaning where text enters."""
     return clean_text(_REQUEST_ENCODER.encode(body)).encode("utf-8")
-
-
-def as_timeout(value: httpx.Timeout | float | None) -> httpx.Timeout:
-    """A model's ``timeout`` option: an ``httpx.Timeout``, seconds, or ``None`` for none."""
-    if isinstance(value, httpx.Timeout):
-        return value
-    return httpx.Timeout(value) if _SECONDS.spec.accepts(value) else valid.leave(value)
-
-
-def from_env(value: str | None, variable: str, default: str | None = None) -> str | None:
-    """A model's ``base_url`` or ``api_key``: as given, else the environment's, else
-    ``default`` (a value of the wrong type is left for the field's check to name)."""
-    if not isinstance(value, str | None):
-        return valid.leave(value)
-    return value or os.environ.get(variable) or default
-
-
-def url_from_env(value: str | None, variable: str, default: str) -> str:
-    """A model's ``base_url``: ``from_env`` without a trailing slash."""
-    found = from_env(value, variable, default)
-    return found.rstrip("/") if isinstance(found, str) else valid.leave(found)
-
-
-# The checks every model client's common fields get (one wording for all providers).
-_SECONDS = valid.number(minimum=0, optional=True)
-URL = valid.text()
-KEY = valid.text(optional=True)
-TIMEOUT = valid.instance_of(httpx.Timeout, "an httpx.Timeout, a number of seconds or None")
-RETRIES = valid.integer(minimum=0)
-SECONDS = valid.number(minimum=0)
-FLAG = valid.boolean()
-HTTP_CLIENT = valid.instance_of(httpx.AsyncClient, "an httpx.AsyncClient", optional=True)
-MODEL_NAME = valid.text(non_empty=True)
 
 
 # --- retry decisions --------------------------------------------------------------------

@@ -10,25 +10,15 @@ the one place a string becomes a model.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
-import attrs
-
+from ._client import HTTPModel
 from .anthropic import AnthropicModel
 from .base import ChatModel
 from .openai import OpenAIChatModel
 
-
-@attrs.frozen
-class _Provider:
-    make: Callable[[str], ChatModel]
-    key_variable: str
-    url_variable: str
-
-
-_PROVIDERS: dict[str, _Provider] = {
-    "anthropic": _Provider(AnthropicModel, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-    "openai": _Provider(OpenAIChatModel, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+_PROVIDERS: dict[str, type[HTTPModel]] = {
+    "anthropic": AnthropicModel,
+    "openai": OpenAIChatModel,
 }
 
 
@@ -57,12 +47,14 @@ def infer_model(name: str) -> ChatModel:
         raise ValueError(
             f"unknown model provider {provider!r} in {name!r}; known providers: {known}"
         )
-    if not os.environ.get(found.key_variable) and not os.environ.get(found.url_variable):
+    variables = (*found.api_key_variables, found.base_url_variable)
+    if not any(os.environ.get(v) for v in variables):
+        keys = " or ".join(found.api_key_variables)
         raise ValueError(
-            f"no API key for {name!r}: set {found.key_variable} (or {found.url_variable} "
+            f"no API key for {name!r}: set {keys} (or {found.base_url_variable} "
             "for a server that needs none), or pass a model object with api_key="
         )
-    return found.make(model)
+    return found(model)
 
 
 def as_chat_model(model: ChatModel | str) -> ChatModel:

@@ -35,13 +35,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
-from typing import Any, ClassVar, Self
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar
 
 import attrs
-import httpx
-from anyio.lowlevel import checkpoint
 
 from .. import _validate as valid
 from .._exceptions import ModelError, ModelStreamError
@@ -60,8 +57,8 @@ from .._messages import (
     UserMessage,
 )
 from .._serde import clean_arguments, clean_text, converter
-from . import _http as http
-from ._http import Endpoint, loads, parse_json
+from ._client import FLAG, HTTPModel
+from ._http import EventParser, loads, parse_json
 from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, ToolSpec, Usage
 
 PROVIDER = "anthropic"
@@ -591,22 +588,8 @@ class _Events:
 # --- the client -------------------------------------------------------------------------
 
 
-def _base_url(value: str | None) -> str:
-    return http.url_from_env(value, "ANTHROPIC_BASE_URL", _DEFAULT_BASE_URL)
-
-
-def _api_key(value: str | None) -> str | None:
-    return http.from_env(value, "ANTHROPIC_API_KEY")
-
-
-def _client_for(model: AnthropicModel) -> httpx.AsyncClient:
-    if model.http_client is not None:
-        return model.http_client
-    return httpx.AsyncClient(timeout=model.timeout)
-
-
 @attrs.define(eq=False)
-class AnthropicModel:
+class AnthropicModel(HTTPModel):
     """A Claude model behind Anthropic's Messages API (``{base_url}/v1/messages``).
 
     ``base_url`` and ``api_key`` default to ``ANTHROPIC_BASE_URL`` (else the Anthropic
@@ -630,59 +613,19 @@ class AnthropicModel:
     """
 
     provider_name: ClassVar[str] = PROVIDER
+    api_name: ClassVar[str] = "Anthropic API"
+    base_url_variable: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    api_key_variables: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
+    default_base_url: ClassVar[str] = _DEFAULT_BASE_URL
+    request_id_header: ClassVar[str] = "request-id"
 
-    model: str = attrs.field(validator=http.MODEL_NAME)
-    base_url: str = attrs.field(default=None, converter=_base_url, kw_only=True, validator=http.URL)
-    api_key: str | None = attrs.field(
-        default=None, converter=_api_key, kw_only=True, repr=False, validator=http.KEY
-    )
-    timeout: httpx.Timeout = attrs.field(
-        default=http.DEFAULT_TIMEOUT,
-        converter=http.as_timeout,
-        kw_only=True,
-        validator=http.TIMEOUT,
-    )
-    max_retries: int = attrs.field(default=2, kw_only=True, validator=http.RETRIES)
-    retry_after_cap: float = attrs.field(default=60.0, kw_only=True, validator=http.SECONDS)
-    retry_backoff: float = attrs.field(default=0.5, kw_only=True, validator=http.SECONDS)
     max_tokens: int = attrs.field(
         default=DEFAULT_MAX_TOKENS, kw_only=True, validator=valid.integer(minimum=1)
     )
     thinking_budget: int | None = attrs.field(
         default=None, kw_only=True, validator=valid.integer(minimum=1, optional=True)
     )
-    cache_prompt: bool = attrs.field(default=False, kw_only=True, validator=http.FLAG)
-    http_client: httpx.AsyncClient | None = attrs.field(
-        default=None, kw_only=True, repr=False, validator=http.HTTP_CLIENT
-    )
-    _client: httpx.AsyncClient = attrs.field(
-        init=False, repr=False, default=attrs.Factory(_client_for, takes_self=True)
-    )
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this model made it; a given one is left open."""
-        if self.http_client is None:
-            await self._client.aclose()
-        else:
-            await checkpoint()
-
-    async def call(self, request: ModelRequest) -> ModelResponse:
-        """The model's whole answer to ``request`` (retried as the shared layer says)."""
-        body = self._body(request, stream=False)
-        return await self._endpoint().call(body, request.context, parse_message)
-
-    @asynccontextmanager
-    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
-        """The model's answer as chunks; the response is closed when the block ends."""
-        body = self._body(request, stream=True)
-        async with self._endpoint().stream(body, request.context, _Events) as chunks:
-            yield chunks
+    cache_prompt: bool = attrs.field(default=False, kw_only=True, validator=FLAG)
 
     def _body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         return request_body(
@@ -694,23 +637,17 @@ class AnthropicModel:
             cache_prompt=self.cache_prompt,
         )
 
-    def _endpoint(self) -> Endpoint:
-        if not self.api_key and self.base_url == _DEFAULT_BASE_URL:
-            raise ValueError(
-                "no API key for the Anthropic API: set ANTHROPIC_API_KEY, or pass api_key= "
-                "(or base_url= for a server that needs none)"
-            )
+    def _url(self, request: ModelRequest, *, stream: bool) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def _headers(self) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION}
         if self.api_key:
             headers["x-api-key"] = self.api_key
-        return Endpoint(
-            self._client,
-            f"{self.base_url}/v1/messages",
-            headers,
-            self.timeout,
-            max_retries=self.max_retries,
-            retry_backoff=self.retry_backoff,
-            retry_after_cap=self.retry_after_cap,
-            secret=self.api_key,
-            request_id_header="request-id",
-        )
+        return headers
+
+    def _parse(self, payload: Any) -> ModelResponse:
+        return parse_message(payload)
+
+    def _events(self, redact: Callable[[str], str]) -> EventParser:
+        return _Events(redact)

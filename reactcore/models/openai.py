@@ -11,13 +11,10 @@ and never logged, nor in any error (see the shared layer).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from typing import Any, Self
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import attrs
-import httpx
-from anyio.lowlevel import checkpoint
 
 from .. import _validate as valid
 from .._exceptions import ModelError, ModelStreamError
@@ -31,8 +28,8 @@ from .._serde import (
     messages_to_wire,
     reasoning_text,
 )
-from . import _http as http
-from ._http import Endpoint, decode, parse_json
+from ._client import FLAG, HTTPModel
+from ._http import EventParser, decode, parse_json
 from .base import (
     ModelChunk,
     ModelRequest,
@@ -42,7 +39,7 @@ from .base import (
     Usage,
 )
 
-_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _DONE = "[DONE]"
 _OPTIONS = ("temperature", "top_p", "max_tokens", "tool_choice", "response_format")
 
@@ -298,22 +295,8 @@ class _Events:
 # --- the client -------------------------------------------------------------------------
 
 
-def _base_url(value: str | None) -> str:
-    return http.url_from_env(value, "OPENAI_BASE_URL", _DEFAULT_BASE_URL)
-
-
-def _api_key(value: str | None) -> str | None:
-    return http.from_env(value, "OPENAI_API_KEY")
-
-
-def _client_for(model: OpenAIChatModel) -> httpx.AsyncClient:
-    if model.http_client is not None:
-        return model.http_client
-    return httpx.AsyncClient(timeout=model.timeout)
-
-
 @attrs.define(eq=False)
-class OpenAIChatModel:
+class OpenAIChatModel(HTTPModel):
     """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint.
 
     ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` (else the OpenAI API) and
@@ -338,55 +321,16 @@ class OpenAIChatModel:
     of ``async with``); a given ``http_client`` is left open for its owner.
     """
 
-    model: str = attrs.field(validator=http.MODEL_NAME)
-    base_url: str = attrs.field(default=None, converter=_base_url, kw_only=True, validator=http.URL)
-    api_key: str | None = attrs.field(
-        default=None, converter=_api_key, kw_only=True, repr=False, validator=http.KEY
-    )
-    timeout: httpx.Timeout = attrs.field(
-        default=http.DEFAULT_TIMEOUT,
-        converter=http.as_timeout,
-        kw_only=True,
-        validator=http.TIMEOUT,
-    )
-    max_retries: int = attrs.field(default=2, kw_only=True, validator=http.RETRIES)
-    retry_after_cap: float = attrs.field(default=60.0, kw_only=True, validator=http.SECONDS)
-    retry_backoff: float = attrs.field(default=0.5, kw_only=True, validator=http.SECONDS)
-    send_reasoning: bool = attrs.field(default=False, kw_only=True, validator=http.FLAG)
-    http_client: httpx.AsyncClient | None = attrs.field(
-        default=None, kw_only=True, repr=False, validator=http.HTTP_CLIENT
-    )
+    provider_name: ClassVar[str] = "openai"
+    api_name: ClassVar[str] = "OpenAI API"
+    base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
+    api_key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+
+    send_reasoning: bool = attrs.field(default=False, kw_only=True, validator=FLAG)
     tool_media: ToolMedia = attrs.field(
         default="describe", kw_only=True, validator=valid.one_of(*TOOL_MEDIA)
     )
-    _client: httpx.AsyncClient = attrs.field(
-        init=False, repr=False, default=attrs.Factory(_client_for, takes_self=True)
-    )
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this model made it; a given one is left open."""
-        if self.http_client is None:
-            await self._client.aclose()
-        else:
-            await checkpoint()
-
-    async def call(self, request: ModelRequest) -> ModelResponse:
-        """The model's whole answer to ``request`` (retried as the shared layer says)."""
-        body = self._body(request, stream=False)
-        return await self._endpoint().call(body, request.context, parse_completion)
-
-    @asynccontextmanager
-    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
-        """The model's answer as chunks; the response is closed when the block ends."""
-        body = self._body(request, stream=True)
-        async with self._endpoint().stream(body, request.context, _Events) as chunks:
-            yield chunks
 
     def _body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         return request_body(
@@ -397,20 +341,14 @@ class OpenAIChatModel:
             send_reasoning=self.send_reasoning,
         )
 
-    def _endpoint(self) -> Endpoint:
-        if not self.api_key and self.base_url == _DEFAULT_BASE_URL:
-            raise ValueError(
-                "no API key for the OpenAI API: set OPENAI_API_KEY, or pass api_key= "
-                "(or base_url= for a server that needs none)"
-            )
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        return Endpoint(
-            self._client,
-            f"{self.base_url}/chat/completions",
-            headers,
-            self.timeout,
-            max_retries=self.max_retries,
-            retry_backoff=self.retry_backoff,
-            retry_after_cap=self.retry_after_cap,
-            secret=self.api_key,
-        )
+    def _url(self, request: ModelRequest, *, stream: bool) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def _parse(self, payload: Any) -> ModelResponse:
+        return parse_completion(payload)
+
+    def _events(self, redact: Callable[[str], str]) -> EventParser:
+        return _Events(redact)
