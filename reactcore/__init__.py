@@ -110,6 +110,7 @@ from .models.base import ModelResponse as ModelResponse
 from .models.base import ToolCallDelta as ToolCallDelta
 from .models.base import ToolSpec as ToolSpec
 from .models.base import Usage as Usage
+from .models.gemini import GeminiModel as GeminiModel
 from .models.openai import OpenAIChatModel as OpenAIChatModel
 
 __all__ = [
@@ -135,6 +136,7 @@ __all__ = [
     "EventSource",
     "EventStream",
     "FilePart",
+    "GeminiModel",
     "Hook",
     "HumanInTheLoopHook",
     "ImagePart",

@@ -30,12 +30,19 @@ _mapping = valid.mapping()
 # --- content parts ----------------------------------------------------------------------
 
 
-def _data_url(url: str) -> tuple[str, int] | None:
-    """The media type and decoded size of a base64 ``data:`` URL, else ``None``."""
+def split_data_url(url: str) -> tuple[str, str] | None:
+    """The media type and base64 data of a base64 ``data:`` URL, else ``None`` (what a
+    provider module sends as inline data)."""
     head, comma, data = url.partition(",")
     if not (comma and head.startswith("data:") and head.endswith(";base64")):
         return None
-    return head[5:-7] or "application/octet-stream", _decoded_size(data)
+    return head[5:-7] or "application/octet-stream", data
+
+
+def _data_url(url: str) -> tuple[str, int] | None:
+    """The media type and decoded size of a base64 ``data:`` URL, else ``None``."""
+    split = split_data_url(url)
+    return None if split is None else (split[0], _decoded_size(split[1]))
 
 
 def _decoded_size(data: str) -> int:

@@ -1,5 +1,5 @@
-"""Public test helpers: a scripted chat model and local OpenAI-compatible and Anthropic
-servers.
+"""Public test helpers: a scripted chat model and local OpenAI-compatible, Anthropic and
+Gemini servers.
 
 ``ScriptedChatModel`` answers from a script, with no network (see its module).
 
@@ -12,7 +12,8 @@ anyio backend talks to it over real sockets::
         ...
     assert server.requests[0]["messages"] == [...]
 
-``server.request_times`` says when each request arrived, for tests of retry pauses.
+``server.request_times`` says when each request arrived, for tests of retry pauses;
+``server.request_paths`` the path (and query) each was sent to.
 
 It answers each ``POST …/chat/completions`` with the next reply of the script (a list),
 or with what a callable returns for the request's JSON body. Replies:
@@ -32,6 +33,7 @@ uvicorn is imported only when a server starts: it is a test dependency.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -54,6 +56,13 @@ from ._testing_anthropic import anthropic_error_reply as anthropic_error_reply
 from ._testing_anthropic import anthropic_events as anthropic_events
 from ._testing_anthropic import anthropic_message_json as anthropic_message_json
 from ._testing_anthropic import anthropic_message_reply as anthropic_message_reply
+from ._testing_gemini import GeminiChunk as GeminiChunk
+from ._testing_gemini import GeminiSSEReply as GeminiSSEReply
+from ._testing_gemini import gemini_chunks as gemini_chunks
+from ._testing_gemini import gemini_error_reply as gemini_error_reply
+from ._testing_gemini import gemini_reply as gemini_reply
+from ._testing_gemini import gemini_response_json as gemini_response_json
+from ._testing_gemini import gemini_usage_json as gemini_usage_json
 from .models.base import ModelChunk, ToolCallDelta, Usage
 from .models.scripted import ScriptedChatModel as ScriptedChatModel
 from .models.scripted import character_usage as character_usage
@@ -66,6 +75,8 @@ __all__ = [
     "AnthropicEvent",
     "AnthropicSSEReply",
     "Exchange",
+    "GeminiChunk",
+    "GeminiSSEReply",
     "HTTPReply",
     "HangReply",
     "OpenAICompatibleServer",
@@ -82,8 +93,14 @@ __all__ = [
     "character_usage",
     "chunk_json",
     "completion_json",
+    "gemini_chunks",
+    "gemini_error_reply",
+    "gemini_reply",
+    "gemini_response_json",
+    "gemini_usage_json",
     "message_chunks",
     "serve_anthropic",
+    "serve_gemini",
     "serve_openai_compatible",
 ]
 
@@ -374,14 +391,16 @@ class OpenAICompatibleServer:
     """A running local server: its ``base_url`` and what it received, in order.
 
     ``requests`` holds the JSON bodies of the chat-completions requests,
-    ``request_headers`` their headers (names in lower case) and ``request_times`` when
-    each arrived (``time.monotonic()``, for tests of retry pauses).
+    ``request_headers`` their headers (names in lower case), ``request_times`` when
+    each arrived (``time.monotonic()``, for tests of retry pauses) and ``request_paths``
+    where each was sent (the path, then ``?`` and the query when there is one).
     """
 
     base_url: str
     requests: list[Any] = attrs.field(factory=list)
     request_headers: list[dict[str, str]] = attrs.field(factory=list)
     request_times: list[float] = attrs.field(factory=list)
+    request_paths: list[str] = attrs.field(factory=list)
 
 
 def _in_order(replies: Sequence[ServerReply]) -> Callable[[Any], ServerReply]:
@@ -411,11 +430,12 @@ async def _read_body(receive: _Receive) -> bytes:
 
 @attrs.define(eq=False)
 class _App:
-    """The ASGI application: routes chat-completions requests to the script."""
+    """The ASGI application: routes the provider's requests to the script (``route``: the
+    end of their path, or a pattern their path matches)."""
 
     script: Callable[[Any], ServerReply]
     server: OpenAICompatibleServer
-    route: str = "/chat/completions"
+    route: str | re.Pattern[str] = "/chat/completions"
     ready: threading.Event = attrs.field(factory=threading.Event)
     stopping: anyio.Event | None = None
     token: EventLoopToken | None = None
@@ -441,7 +461,13 @@ class _App:
 
     async def _http(self, scope: _ASGIMessage, exchange: Exchange) -> None:
         body = await _read_body(exchange.receive)
-        if scope["method"] != "POST" or not scope["path"].endswith(self.route):
+        path = scope["path"]
+        routed = (
+            self.route.fullmatch(path) is not None
+            if isinstance(self.route, re.Pattern)
+            else path.endswith(self.route)
+        )
+        if scope["method"] != "POST" or not routed:
             reply = HTTPReply.error(404, f"no route for {scope['method']} {scope['path']}")
             await reply.respond(exchange)
             return
@@ -452,6 +478,8 @@ class _App:
             return
         self.server.request_times.append(time.monotonic())
         self.server.requests.append(payload)
+        query = scope.get("query_string", b"").decode("latin-1")
+        self.server.request_paths.append(f"{path}?{query}" if query else path)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         self.server.request_headers.append(headers)
         await self.script(payload).respond(exchange)
@@ -495,8 +523,28 @@ def serve_anthropic(script: Script) -> Iterator[OpenAICompatibleServer]:
         yield server
 
 
+# ``generateContent`` and ``streamGenerateContent`` of any model (or tuned model).
+_GEMINI_ROUTE = re.compile(r"/v1\w*/(?:models|tunedModels)/[^/:]+:(?:stream)?[gG]enerateContent")
+
+
 @contextmanager
-def _serve(script: Script, prefix: str, route: str, kind: str) -> Iterator[OpenAICompatibleServer]:
+def serve_gemini(script: Script) -> Iterator[OpenAICompatibleServer]:
+    """Run a local Gemini API server answering ``POST
+    /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (any API
+    version: ``v1``, ``v1alpha`` …) from
+    ``script`` for the block (replies: ``GeminiSSEReply``, ``gemini_reply``,
+    ``gemini_error_reply``, ``HangReply`` …); ``base_url`` is what ``GeminiModel`` and
+    the official ``google-genai`` SDK take (without ``/v1beta``); ``request_paths`` tells
+    a streamed request (``…:streamGenerateContent?alt=sse``) from a whole one. It runs as
+    ``serve_openai_compatible`` does."""
+    with _serve(script, "", _GEMINI_ROUTE, "Gemini") as server:
+        yield server
+
+
+@contextmanager
+def _serve(
+    script: Script, prefix: str, route: str | re.Pattern[str], kind: str
+) -> Iterator[OpenAICompatibleServer]:
     import uvicorn  # a test dependency, not a core one
 
     sock = _listening_socket()

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from reactcore import ModelFallbackInterceptor, OpenAIChatModel, ReactAgent, infer_model
+from reactcore import (
+    GeminiModel,
+    ModelFallbackInterceptor,
+    OpenAIChatModel,
+    ReactAgent,
+    infer_model,
+)
 from reactcore._messages import UserMessage
 from reactcore.models import ModelRequest, known_providers
-from reactcore.testing import SSEReply, serve_openai_compatible
+from reactcore.testing import GeminiSSEReply, SSEReply, serve_gemini, serve_openai_compatible
 
 KEY = "sk-provider-string-test"
 
@@ -16,7 +22,15 @@ KEY = "sk-provider-string-test"
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No provider variable set."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "GOOGLE_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -80,3 +94,47 @@ async def test_an_agent_and_a_fallback_take_provider_strings(
     assert result.text == "hello"
     assert server.requests[0]["model"] == "test-model"
     assert server.request_headers[0]["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize("variable", ["GEMINI_API_KEY", "GOOGLE_API_KEY"])
+def test_google_string_makes_a_gemini_model_from_the_environment(
+    clean_env: pytest.MonkeyPatch, variable: str
+) -> None:
+    """``"google:gemini-2.5-flash"`` (also spelled ``google-gla:``, as pydantic-ai does)
+    is a ``GeminiModel`` with the key of ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY`` and the
+    base URL of ``GOOGLE_GEMINI_BASE_URL`` (the variable google-genai reads)."""
+    clean_env.setenv(variable, KEY)
+    clean_env.setenv("GOOGLE_GEMINI_BASE_URL", "http://proxy.local/")
+    for name in ("google:gemini-2.5-flash", "google-gla:gemini-2.5-flash"):
+        model = infer_model(name)
+        assert isinstance(model, GeminiModel)
+        assert (model.model, model.api_key, model.base_url) == (
+            "gemini-2.5-flash",
+            KEY,
+            "http://proxy.local",
+        )
+    assert {"google", "google-gla"} <= set(known_providers())
+
+
+def test_google_api_key_wins_over_gemini_api_key(clean_env: pytest.MonkeyPatch) -> None:
+    """With both set, ``GOOGLE_API_KEY`` is the key, as the official SDK decides; without
+    either the string fails at once naming both."""
+    with pytest.raises(ValueError, match="GOOGLE_API_KEY or GEMINI_API_KEY"):
+        infer_model("google:gemini-2.5-flash")
+    clean_env.setenv("GEMINI_API_KEY", "gemini-key")
+    clean_env.setenv("GOOGLE_API_KEY", "google-key")
+    model = infer_model("google:gemini-2.5-flash")
+    assert isinstance(model, GeminiModel) and model.api_key == "google-key"
+
+
+@pytest.mark.anyio
+async def test_an_agent_takes_a_google_string(clean_env: pytest.MonkeyPatch) -> None:
+    """``ReactAgent("x", "google:m")`` answers through the Gemini API the environment
+    names, with the key in ``x-goog-api-key``."""
+    with serve_gemini([GeminiSSEReply.of("hello from Gemini")]) as server:
+        clean_env.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+        clean_env.setenv("GEMINI_API_KEY", KEY)
+        result = await ReactAgent("x", "google:gemini-test").invoke("hi")
+    assert result.text == "hello from Gemini"
+    assert server.request_paths == ["/v1beta/models/gemini-test:streamGenerateContent?alt=sse"]
+    assert server.request_headers[0]["x-goog-api-key"] == KEY

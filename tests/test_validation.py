@@ -23,6 +23,7 @@ from reactcore import (
     ChatOptions,
     DefaultToolExceptionProcessor,
     Edit,
+    GeminiModel,
     HumanInTheLoopHook,
     ModelCallLimitHook,
     ModelFallbackInterceptor,
@@ -46,7 +47,13 @@ from reactcore import (
 from reactcore.mcp import MCPToolset, SSETransport, StdioTransport, StreamableHTTPTransport
 from reactcore.otel import OpenTelemetryTracer
 from reactcore.postgres import PostgresSaver
-from reactcore.testing import HangReply, HTTPReply, ScriptedChatModel, SSEReply
+from reactcore.testing import (
+    GeminiSSEReply,
+    HangReply,
+    HTTPReply,
+    ScriptedChatModel,
+    SSEReply,
+)
 
 MODEL = ScriptedChatModel([])
 AGENT = ReactAgent("a", MODEL)
@@ -388,6 +395,34 @@ ROWS: list[Row] = [
         {"status": 99},
     ),
     (SSEReply, ([],), {"events": 5, "ending": 5, "client_left": 5}, {"ending": "later"}),
+    (
+        GeminiModel,
+        ("gemini-2.5-flash",),
+        {
+            "model": 5,
+            "base_url": 5,
+            "api_key": 5,
+            "timeout": "30s",
+            "thinking_budget": "1024",
+            "thinking_level": 1,
+            "include_thoughts": "yes",
+            "stop_sequences": "END",
+            "api_version": 1,
+        },
+        {
+            "model": "",
+            "thinking_budget": -2,
+            "thinking_level": "extreme",
+            "stop_sequences": [""],
+            "api_version": "",
+        },
+    ),
+    (
+        GeminiSSEReply,
+        ([],),
+        {"chunks": 5, "ending": 5, "client_left": 5},
+        {"ending": "later"},
+    ),
     (HangReply, (), {"arrived": 5, "client_left": 5}, {}),
 ]
 

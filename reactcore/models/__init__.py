@@ -1,9 +1,9 @@
 """Chat models: the ``ChatModel`` protocol the LLM node talks to, and the clients that
 implement it, one module per provider wire format over one shared HTTP layer.
 
-A model can be named by a provider string, ``"openai:gpt-4.1"`` or
-``"anthropic:claude-sonnet-4-5"`` (``infer_model``); keys and base URLs come from the
-environment then.
+A model can be named by a provider string, ``"openai:gpt-4.1"``,
+``"anthropic:claude-sonnet-4-5"`` or ``"google:gemini-2.5-flash"`` (``infer_model``); keys
+and base URLs come from the environment then.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .base import ModelResponse as ModelResponse
 from .base import ToolCallDelta as ToolCallDelta
 from .base import ToolSpec as ToolSpec
 from .base import Usage as Usage
+from .gemini import GeminiModel as GeminiModel
 from .openai import OpenAIChatModel as OpenAIChatModel
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "ChatModel",
     "ChatOptions",
     "ChunkAssembler",
+    "GeminiModel",
     "ModelChunk",
     "ModelRequest",
     "ModelResponse",

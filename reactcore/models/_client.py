@@ -7,7 +7,8 @@ end of ``async with``); a given ``http_client`` is left open for its owner. ``ca
 ``stream`` send what the provider module builds through the shared ``Endpoint``.
 
 A provider client is a subclass that names its API (the class variables) and supplies
-its wire mapping: ``_body``, ``_url``, ``_headers``, ``_parse`` and ``_events``. This is
+its wire mapping: ``_body``, ``_url``, ``_headers``, ``_parse`` and ``_events`` (and
+``_retry_hint`` when its error bodies say how long to wait). This is
 implementation sharing between the library's own clients, as httpx's ``BaseClient`` is
 for its clients; users extend reactcore with any object that has ``call`` and ``stream``
 (the ``ChatModel`` protocol), never by subclassing.
@@ -168,6 +169,7 @@ class HTTPModel:
             retry_after_cap=self.retry_after_cap,
             secret=self.api_key,
             request_id_header=self.request_id_header,
+            retry_hint=self._retry_hint,
         )
 
     # --- the wire mapping each provider supplies -----------------------------------------
@@ -191,3 +193,8 @@ class HTTPModel:
     def _events(self, redact: Callable[[str], str]) -> EventParser:
         """A reader of one streamed answer (``redact`` blanks the key out of its errors)."""
         raise NotImplementedError
+
+    def _retry_hint(self, body: str) -> float | None:
+        """The wait (seconds) an error body asks for, for a provider that says it there
+        rather than in ``Retry-After``; None by default."""
+        return None

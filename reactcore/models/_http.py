@@ -9,10 +9,11 @@ Retries: a request is sent again, up to ``max_retries`` times, when it could not
 timed out, or got 408, 409, 429 or a 5xx (Anthropic's 529 ``overloaded`` among them) —
 for a stream only before any of the answer is read. The pause doubles from
 ``retry_backoff`` (with jitter, at most 8 s). When the server says how long to wait
-(``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date) the pause is never
-shorter; when it asks for longer than ``retry_after_cap`` the call fails at once rather
-than sleep. Other 4xx are never retried. Each retry is reported to the run's retry
-listener (``ModelCallRetried``) before the pause.
+(``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date; else what the
+provider's ``retry_hint`` reads in the error body, as Gemini's ``RetryInfo.retryDelay``)
+the pause is never shorter; when it asks for longer than ``retry_after_cap`` the call
+fails at once rather than sleep. Other 4xx are never retried. Each retry is reported to
+the run's retry listener (``ModelCallRetried``) before the pause.
 
 Errors, mapped in one place each (``transport_error``, ``Endpoint.status_error``)::
 
@@ -499,7 +500,10 @@ class Endpoint:
     """Where one provider's requests go and how they are retried.
 
     ``headers`` carry the credentials, ``secret`` is the key kept out of every error;
-    ``request_id_header`` names the header the provider's request id comes in.
+    ``request_id_header`` names the header the provider's request id comes in;
+    ``retry_hint``, when given, reads the wait an error body asks for (seconds, else
+    None), for a provider that says it in the body rather than in ``Retry-After``: the
+    header wins when both are there.
     """
 
     client: httpx.AsyncClient = attrs.field(repr=False)
@@ -511,6 +515,7 @@ class Endpoint:
     retry_after_cap: float = 60.0
     secret: str | None = attrs.field(default=None, repr=False)
     request_id_header: str = "x-request-id"
+    retry_hint: Callable[[str], float | None] | None = attrs.field(default=None, repr=False)
 
     async def call(
         self,
@@ -637,5 +642,13 @@ class Endpoint:
             status_code=response.status_code,
             request_id=request_id,
             body=text[:_EXCERPT],
-            retry_after=retry_after(response.headers),
+            retry_after=self._asked_wait(response.headers, text),
         )
+
+    def _asked_wait(self, headers: httpx.Headers, text: str) -> float | None:
+        """The wait the server asked for: its headers' (``retry_after``), else what
+        ``retry_hint`` reads in the error body."""
+        asked = retry_after(headers)
+        if asked is None and self.retry_hint is not None:
+            asked = self.retry_hint(text)
+        return asked

@@ -2,7 +2,9 @@
 
 A string names a provider and a model, ``"<provider>:<model>"``; the provider's client is
 made with its defaults, which come from the environment as pydantic-ai users know them
-(``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``).
+(``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``,
+``GOOGLE_API_KEY`` or ``GEMINI_API_KEY`` / ``GOOGLE_GEMINI_BASE_URL`` for ``google:``, also
+spelled ``google-gla:`` as pydantic-ai spells the Gemini API).
 ``ReactAgent`` and ``ModelFallbackInterceptor`` take such strings through ``as_chat_model``,
 the one place a string becomes a model.
 """
@@ -14,10 +16,13 @@ import os
 from ._client import HTTPModel
 from .anthropic import AnthropicModel
 from .base import ChatModel
+from .gemini import GeminiModel
 from .openai import OpenAIChatModel
 
 _PROVIDERS: dict[str, type[HTTPModel]] = {
     "anthropic": AnthropicModel,
+    "google": GeminiModel,
+    "google-gla": GeminiModel,  # pydantic-ai's name for the Gemini API
     "openai": OpenAIChatModel,
 }
 
@@ -29,7 +34,7 @@ def known_providers() -> tuple[str, ...]:
 
 def infer_model(name: str) -> ChatModel:
     """The chat model a provider string names: ``"openai:gpt-4.1"``,
-    ``"anthropic:claude-sonnet-4-5"``.
+    ``"anthropic:claude-sonnet-4-5"``, ``"google:gemini-2.5-flash"``.
 
     Raises ``ValueError`` for a string without a provider or with an unknown one (listing
     the known ones), and for a missing API key (naming the variable to set) unless the

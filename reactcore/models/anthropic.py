@@ -56,9 +56,14 @@ from .._messages import (
     ToolResponseMessage,
     UserMessage,
 )
+from .._messages import split_data_url as _data_url
 from .._serde import clean_arguments, clean_text, converter
 from ._client import FLAG, HTTPModel
 from ._http import EventParser, loads, parse_json
+from ._reading import field as _field
+from ._reading import json_object as _object
+from ._reading import malformed as _malformed
+from ._reading import token_count as _count
 from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, ToolSpec, Usage
 
 PROVIDER = "anthropic"
@@ -80,14 +85,6 @@ _STOP_REASONS = {
 
 
 # --- requests ---------------------------------------------------------------------------
-
-
-def _data_url(url: str) -> tuple[str, str] | None:
-    """The media type and base64 data of a ``data:…;base64,`` URL, else None."""
-    head, comma, data = url.partition(",")
-    if not (comma and head.startswith("data:") and head.endswith(";base64")):
-        return None
-    return head[5:-7] or "application/octet-stream", data
 
 
 def _text_block(text: str) -> dict[str, Any]:
@@ -354,30 +351,6 @@ def request_body(
 
 
 # --- answers ----------------------------------------------------------------------------
-
-
-def _malformed(what: str, where: str, error: type[ModelError]) -> ModelError:
-    return error(f"malformed answer: expected {what} @ {where}")
-
-
-def _field(
-    payload: Mapping[str, Any], key: str, kind: type, where: str, error: type[ModelError]
-) -> Any:
-    value = payload.get(key)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        raise _malformed(f"{kind.__name__} {key!r}", where, error)
-    return value
-
-
-def _object(value: Any, where: str, error: type[ModelError]) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise _malformed("an object", where, error)
-    return value
-
-
-def _count(payload: Mapping[str, Any], key: str) -> int:
-    value = payload.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 @attrs.define
