@@ -16,20 +16,15 @@ reactcore (above 1: reactcore is faster). asyncio only (the SDK's home backend).
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import anyio
-import attrs
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse
+from _sdk_stream import main, transport
 
 from reactcore import (
     AnthropicModel,
@@ -40,12 +35,6 @@ from reactcore import (
     UserMessage,
 )
 from reactcore.testing import anthropic_events
-
-
-@attrs.frozen
-class Plan:
-    events: int = 10_000
-    repeat: int = 5
 
 
 def stream_body(events: int) -> tuple[bytes, int]:
@@ -70,16 +59,6 @@ def stream_body(events: int) -> tuple[bytes, int]:
     frames = anthropic_events(message, chunk_size=1)
     body = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in frames)
     return body, len(frames)
-
-
-def transport(body: bytes, http: Any = httpx) -> Any:
-    """A transport answering every request with ``body`` (``http``: httpx, or the httpx
-    fork the SDK uses, ``httpx2``)."""
-
-    def answer(request: Any) -> Any:
-        return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
-
-    return http.MockTransport(answer)
 
 
 async def with_reactcore(body: bytes) -> float:
@@ -111,36 +90,5 @@ async def with_sdk(body: bytes) -> float:
         return time.perf_counter() - start
 
 
-async def measure(plan: Plan) -> dict[str, Any]:
-    body, count = stream_body(plan.events)
-    ours: list[float] = []
-    theirs: list[float] = []
-    await with_reactcore(body)  # warm both paths up once
-    await with_sdk(body)
-    for _ in range(plan.repeat):
-        ours.append(await with_reactcore(body))
-        theirs.append(await with_sdk(body))
-    reactcore_s, sdk_s = statistics.median(ours), statistics.median(theirs)
-    return {
-        "events": count,
-        "bytes": len(body),
-        "reactcore_ms": round(reactcore_s * 1000, 2),
-        "sdk_ms": round(sdk_s * 1000, 2),
-        "sdk_over_reactcore": round(sdk_s / reactcore_s, 2),
-    }
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    args, plan = parse(__doc__ or "", Plan(events=2_000, repeat=3), Plan(), argv)
-    row = anyio.run(measure, plan, backend="asyncio")
-    print(f"{'events':>8} {'bytes':>9} {'reactcore ms':>13} {'SDK ms':>8} {'SDK/reactcore':>14}")
-    print(
-        f"{row['events']:>8} {row['bytes']:>9} {row['reactcore_ms']:>13.2f} {row['sdk_ms']:>8.2f}"
-        f" {row['sdk_over_reactcore']:>14.2f}"
-    )
-    if args.json:
-        Path(args.json).write_text(json.dumps([row], indent=2), encoding="utf-8")
-
-
 if __name__ == "__main__":
-    main()
+    main(__doc__ or "", stream_body, with_reactcore, with_sdk)

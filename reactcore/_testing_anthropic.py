@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
@@ -183,16 +183,23 @@ class AnthropicSSEReply:
         return cls(anthropic_events(message, usage=usage, chunk_size=chunk_size))
 
     async def respond(self, exchange: Exchange) -> None:
-        await exchange.start(
-            200, {"content-type": "text/event-stream", "cache-control": "no-cache"}
-        )
-        for event in self.events:
-            await exchange.body(_frame(event), more=True)
-        if self.ending == "eof":
-            await exchange.body(b"", more=False)
-        elif self.ending == "hang" and await exchange.wait_gone():
-            self.client_left.set()
-        # "cut": return mid-body; the server closes the connection.
+        await send_stream(exchange, map(_frame, self.events), self.ending, self.client_left)
+
+
+async def send_stream(
+    exchange: Exchange, frames: Iterable[bytes], ending: str, client_left: threading.Event
+) -> None:
+    """An SSE answer of ``frames``, then its ending: ``"eof"`` a clean end, ``"cut"`` the
+    connection closed mid-body, ``"hang"`` open until the client leaves (``client_left``
+    is set then) or the server stops."""
+    await exchange.start(200, {"content-type": "text/event-stream", "cache-control": "no-cache"})
+    for frame in frames:
+        await exchange.body(frame, more=True)
+    if ending == "eof":
+        await exchange.body(b"", more=False)
+    elif ending == "hang" and await exchange.wait_gone():
+        client_left.set()
+    # "cut": return mid-body; the server closes the connection.
 
 
 def anthropic_message_reply(

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
 from . import _validate as valid
 from ._messages import AssistantMessage
+from ._testing_anthropic import _EVENT, _EVENTS, _to_events, send_stream
 from .models._gemini_parts import model_parts
 from .models.base import Usage
 
@@ -142,17 +143,6 @@ def _frame(chunk: GeminiChunk) -> bytes:
     return f"data: {data}\r\n\r\n".encode()
 
 
-def _to_chunks(value: Sequence[GeminiChunk]) -> tuple[GeminiChunk, ...]:
-    return tuple(value) if valid.ITERABLE.accepts(value) else valid.leave(value)
-
-
-_CHUNKS = valid.each(valid.instance_of((Mapping, str), "a mapping or a str"))
-_EVENT = valid.satisfies(
-    "a threading.Event (with set and wait)",
-    test=lambda v: callable(getattr(v, "set", None)) and callable(getattr(v, "wait", None)),
-)
-
-
 @attrs.frozen
 class GeminiSSEReply:
     """A ``streamGenerateContent?alt=sse`` answer: each chunk as a ``data:`` event (CRLF
@@ -161,7 +151,7 @@ class GeminiSSEReply:
     mid-body; ``"hang"`` the stream stays open until the client leaves (``client_left`` is
     set then)."""
 
-    chunks: tuple[GeminiChunk, ...] = attrs.field(converter=_to_chunks, validator=_CHUNKS)
+    chunks: tuple[GeminiChunk, ...] = attrs.field(converter=_to_events, validator=_EVENTS)
     ending: Literal["eof", "cut", "hang"] = attrs.field(
         default="eof", validator=valid.one_of("eof", "cut", "hang")
     )
@@ -184,14 +174,7 @@ class GeminiSSEReply:
         )
 
     async def respond(self, exchange: Exchange) -> None:
-        await exchange.start(200, {"content-type": "text/event-stream"})
-        for chunk in self.chunks:
-            await exchange.body(_frame(chunk), more=True)
-        if self.ending == "eof":
-            await exchange.body(b"", more=False)
-        elif self.ending == "hang" and await exchange.wait_gone():
-            self.client_left.set()
-        # "cut": return mid-body; the server closes the connection.
+        await send_stream(exchange, map(_frame, self.chunks), self.ending, self.client_left)
 
 
 def gemini_reply(

@@ -1,13 +1,26 @@
-"""Shared test helpers: building tool-call states, and counting live tasks on either backend."""
+"""Shared test helpers: building tool-call states, counting live tasks on either backend,
+reading a model's stream whole."""
 
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
+import anyio
 import sniffio
 
-from reactcore import AssistantMessage, OverAllState, ToolCall, ToolResponseMessage, UserMessage
+from reactcore import (
+    AssistantMessage,
+    ChatModel,
+    ChunkAssembler,
+    ModelRequest,
+    ModelResponse,
+    OverAllState,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
 
 
 def call(call_id: str, name: str, /, **arguments: Any) -> ToolCall:
@@ -46,3 +59,27 @@ def response_texts(update: dict[str, Any]) -> list[str]:
     message = update["messages"][-1]
     assert isinstance(message, ToolResponseMessage)
     return [r.response_data for r in message.responses]
+
+
+async def assembled(model: ChatModel, request: ModelRequest) -> ModelResponse:
+    """``model``'s streamed answer to ``request``, its chunks joined (``ChunkAssembler``)."""
+    assembler = ChunkAssembler()
+    async with model.stream(request) as chunks:
+        async for chunk in chunks:
+            assembler.add(chunk)
+    return assembler.result()
+
+
+async def cancel_after_first_chunk(
+    model: ChatModel, request: ModelRequest, client_left: threading.Event
+) -> None:
+    """Cancel ``model``'s stream of ``request`` once its first chunk came (the server's
+    reply hangs after it); the server must see the client go (``client_left``)."""
+    got_first = False
+    with anyio.CancelScope() as scope:
+        async with model.stream(request) as chunks:
+            async for _ in chunks:
+                got_first = True
+                scope.cancel()
+    assert got_first and scope.cancelled_caught
+    assert await anyio.to_thread.run_sync(client_left.wait, 5)

@@ -8,7 +8,6 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import anyio
 import pytest
 import structlog
 
@@ -16,7 +15,6 @@ from reactcore import (
     AnthropicModel,
     AssistantMessage,
     ChatOptions,
-    ChunkAssembler,
     ImagePart,
     ModelChunk,
     ModelHTTPError,
@@ -42,6 +40,7 @@ from reactcore.testing import (
     anthropic_message_reply,
     serve_anthropic,
 )
+from tests.helpers import assembled, cancel_after_first_chunk
 
 KEY = "sk-ant-test-9d8c7b6a5f4e3d2c1b0a"
 REQUEST = ModelRequest([UserMessage("hi")])
@@ -81,11 +80,7 @@ def model_for(server: OpenAICompatibleServer, **kwargs: Any) -> AnthropicModel:
 
 
 async def streamed(model: AnthropicModel, request: ModelRequest = REQUEST) -> ModelResponse:
-    assembler = ChunkAssembler()
-    async with model.stream(request) as chunks:
-        async for chunk in chunks:
-            assembler.add(chunk)
-    return assembler.result()
+    return await assembled(model, request)
 
 
 # --- the loopback server, proven with the official SDK ------------------------------------
@@ -462,15 +457,8 @@ async def test_cancelling_mid_stream_closes_the_connection(server_for: ServerFor
     """Cancelling while the stream hangs ends the request: the server sees the client go."""
     reply = AnthropicSSEReply(anthropic_events("slow")[:4], ending="hang")
     server = server_for([reply])
-    got_first = anyio.Event()
     async with model_for(server) as model:
-        with anyio.CancelScope() as scope:
-            async with model.stream(REQUEST) as chunks:
-                async for _ in chunks:
-                    got_first.set()
-                    scope.cancel()
-    assert got_first.is_set() and scope.cancelled_caught
-    assert await anyio.to_thread.run_sync(reply.client_left.wait, 5)
+        await cancel_after_first_chunk(model, REQUEST, reply.client_left)
 
 
 @pytest.mark.anyio

@@ -5,7 +5,6 @@ request bodies reactcore builds); on asyncio and trio."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import logging
@@ -18,7 +17,6 @@ import structlog
 
 from reactcore import (
     AssistantMessage,
-    ChunkAssembler,
     GeminiModel,
     ModelChunk,
     ModelError,
@@ -43,33 +41,13 @@ from reactcore.testing import (
     gemini_response_json,
     serve_gemini,
 )
+from tests.gemini_support import LAYOUT, PARALLEL, SIG_TEXT, THOUGHTS
+from tests.helpers import assembled, cancel_after_first_chunk
 
 KEY = "AIzaSyTest-9d8c7b6a5f4e3d2c1b0a"
 REQUEST = ModelRequest([UserMessage("hi")])
 
 
-def b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-SIG_CALL = b64("signature of the first call")
-SIG_TEXT = b64("signature of the text")
-THOUGHTS = "Two cities: two calls."
-LAYOUT = [
-    {"part": {"text": THOUGHTS, "thought": True}},
-    {"ref": "text", "size": len("Checking both.")},
-    {"ref": "call", "index": 0, "thoughtSignature": SIG_CALL},
-    {"ref": "call", "index": 1},
-]
-PARALLEL = AssistantMessage(
-    "Checking both.",
-    [
-        ToolCall("fc_1", "weather", '{"city": "Paris"}'),
-        ToolCall("fc_2", "weather", '{"city": "Rome"}'),
-    ],
-    reasoning=THOUGHTS,
-    provider_data={"google": {"parts": LAYOUT}},
-)
 # A text answer whose signature came on an empty last part, as streams send it.
 SIGNED_TEXT = AssistantMessage(
     "Sunny in both.",
@@ -100,11 +78,7 @@ def model_for(server: OpenAICompatibleServer, **kwargs: Any) -> GeminiModel:
 
 
 async def streamed(model: GeminiModel, request: ModelRequest = REQUEST) -> ModelResponse:
-    assembler = ChunkAssembler()
-    async with model.stream(request) as chunks:
-        async for chunk in chunks:
-            assembler.add(chunk)
-    return assembler.result()
+    return await assembled(model, request)
 
 
 # --- the loopback server, proven with the official SDK ------------------------------------
@@ -445,15 +419,8 @@ async def test_cancelling_mid_stream_closes_the_connection(server_for: ServerFor
     """Cancelling while the stream hangs ends the request: the server sees the client go."""
     reply = GeminiSSEReply(gemini_chunks("slow answer")[:2], ending="hang")
     server = server_for([reply])
-    got_first = anyio.Event()
     async with model_for(server) as model:
-        with anyio.CancelScope() as scope:
-            async with model.stream(REQUEST) as chunks:
-                async for _ in chunks:
-                    got_first.set()
-                    scope.cancel()
-    assert got_first.is_set() and scope.cancelled_caught
-    assert await anyio.to_thread.run_sync(reply.client_left.wait, 5)
+        await cancel_after_first_chunk(model, REQUEST, reply.client_left)
 
 
 @pytest.mark.anyio

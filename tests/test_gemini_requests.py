@@ -47,25 +47,10 @@ from reactcore.testing import (
     serve_gemini,
     serve_openai_compatible,
 )
+from tests.gemini_support import PARALLEL, SIG_TEXT, THOUGHTS
+from tests.gemini_support import SIG_CALL as SIG
 
 KEY = "AIzaSyTest-requests-0a1b2c3d4e5f"
-SIG = base64.b64encode(b"signature of the first call").decode()
-SIG_TEXT = base64.b64encode(b"signature of the text").decode()
-LAYOUT = [
-    {"part": {"text": "Two cities.", "thought": True}},
-    {"ref": "text", "size": len("Checking both.")},
-    {"ref": "call", "index": 0, "thoughtSignature": SIG},
-    {"ref": "call", "index": 1},
-]
-PARALLEL = AssistantMessage(
-    "Checking both.",
-    [
-        ToolCall("fc_1", "weather", '{"city": "Paris"}'),
-        ToolCall("fc_2", "weather", '{"city": "Rome"}'),
-    ],
-    reasoning="Two cities.",
-    provider_data={"google": {"parts": LAYOUT}},
-)
 RESULTS = ToolResponseMessage(
     [
         ToolResponse("fc_1", "weather", "sunny"),
@@ -171,7 +156,7 @@ async def test_the_request_maps_the_conversation_to_contents(server_for: ServerF
     }
     assert user["parts"][5] == {"text": "[file: a.bin, application/octet-stream, 2 bytes]"}
     assert answer["parts"] == [
-        {"text": "Two cities.", "thought": True},
+        {"text": THOUGHTS, "thought": True},
         {"text": "Checking both."},
         {
             "functionCall": {"id": "fc_1", "name": "weather", "args": {"city": "Paris"}},
@@ -283,7 +268,7 @@ def test_an_edited_answer_goes_back_whole_with_its_call_signature() -> None:
     body = request_body(ModelRequest([UserMessage("go"), edited]))
     the_sdk_takes(body)
     parts = body["contents"][1]["parts"]
-    assert parts[:2] == [{"text": "Two cities.", "thought": True}, {"text": "Checking."}]
+    assert parts[:2] == [{"text": THOUGHTS, "thought": True}, {"text": "Checking."}]
     assert parts[2]["thoughtSignature"] == SIG and "thoughtSignature" not in parts[3]
 
 
@@ -300,7 +285,7 @@ async def test_provider_data_stays_with_its_provider(server_for: ServerFor) -> N
     async with OpenAIChatModel("gpt-x", base_url=openai.base_url, api_key="k") as model:
         await model.call(ModelRequest(history))
     for body in (anthropic.requests[0], openai.requests[0]):
-        assert SIG not in json.dumps(body) and "Two cities." not in json.dumps(body)
+        assert SIG not in json.dumps(body) and THOUGHTS not in json.dumps(body)
     thinking = {"type": "thinking", "thinking": "secret", "signature": "EqQBsig==", "index": 0}
     foreign = AssistantMessage(
         "Checking.",

@@ -40,7 +40,7 @@ from .._messages import AssistantMessage, ToolCall
 from .._serde import clean_arguments, clean_text
 from ._gemini_parts import SIGNATURE, Layout
 from ._http import parse_json
-from ._reading import field, json_object, malformed, token_count
+from ._wire import field, json_object, malformed, token_count
 from .base import ModelChunk, ModelResponse, ToolCallDelta, Usage
 
 _CONTENT_FILTER = frozenset(
@@ -142,24 +142,31 @@ class _Turn:
         self, candidate: Mapping[str, Any], where: str
     ) -> tuple[list[str], list[str], list[ToolCallDelta]]:
         """The text pieces, thought pieces and calls of ``candidate``'s parts."""
-        content = candidate.get("content")
-        if content is None:
-            return [], [], []
-        raw = json_object(content, f"{where}.content", self.error).get("parts") or []
-        if not isinstance(raw, list):
-            raise malformed("an array 'parts'", f"{where}.content", self.error)
         texts: list[str] = []
         thoughts: list[str] = []
         calls: list[ToolCallDelta] = []
-        for index, item in enumerate(raw):
-            at = f"{where}.content.parts[{index}]"
-            part = json_object(item, at, self.error)
+        content = candidate.get("content")
+        if content is None:
+            return texts, thoughts, calls
+        if type(content) is not dict:
+            raise malformed("an object", f"{where}.content", self.error)
+        raw = content.get("parts") or ()
+        if type(raw) is not list and raw != ():
+            raise malformed("an array 'parts'", f"{where}.content", self.error)
+        for index, part in enumerate(raw):
+            if type(part) is not dict:
+                raise malformed("an object", f"{where}.content.parts[{index}]", self.error)
             signature = part.get(SIGNATURE)
-            signature = signature if isinstance(signature, str) else None
+            if signature is not None and type(signature) is not str:
+                signature = None
+            text = part.get("text")
             if "functionCall" in part:
-                calls.append(self._call(part["functionCall"], signature, f"{at}.functionCall"))
-            elif "text" in part:
-                text = clean_text(field(part, "text", str, at, self.error))
+                at = f"{where}.content.parts[{index}].functionCall"
+                calls.append(self._call(part["functionCall"], signature, at))
+            elif text is not None:
+                if type(text) is not str:
+                    raise malformed("str 'text'", f"{where}.content.parts[{index}]", self.error)
+                text = clean_text(text)
                 if part.get("thought") is True:
                     thoughts.append(text)
                     self.layout.thought(text, signature)
@@ -229,31 +236,34 @@ class GeminiEvents:
     usage: Mapping[str, Any] | None = None
 
     def feed(self, data: str) -> ModelChunk | None:
-        event = json_object(
-            parse_json(data, ModelStreamError, "a stream event"), "$", ModelStreamError
-        )
+        event = parse_json(data, ModelStreamError, "a stream event")
+        if type(event) is not dict:
+            raise malformed("an object", "$", ModelStreamError)
         if "error" in event:
             said = self.redact(repr(event.get("error")))
             raise ModelStreamError(f"the server sent an error in the stream: {said}"[:600])
         metadata = event.get("usageMetadata")
         if metadata is not None:
             self.usage = json_object(metadata, "$.usageMetadata", ModelStreamError)
-        self.turn.read_response_id(event)
+        if self.turn.response_id is None:
+            self.turn.read_response_id(event)
         candidate = _first_candidate(event, ModelStreamError, self.redact)
         if candidate is None:
             return None
         texts, thoughts, calls = self.turn.parts(candidate, "$.candidates[0]")
         reason = _check_finish(candidate, ModelStreamError, self.redact)
+        text = texts[0] if len(texts) == 1 else "".join(texts)
+        reasoning = thoughts[0] if len(thoughts) == 1 else "".join(thoughts)
         if reason is None:
-            if not (texts or thoughts or calls):
+            if not (text or reasoning or calls):
                 return None
-            return ModelChunk(text="".join(texts), tool_calls=calls, reasoning="".join(thoughts))
+            return ModelChunk(text, calls, reasoning=reasoning)
         self.done = True
         return ModelChunk(
-            text="".join(texts),
-            tool_calls=calls,
-            reasoning="".join(thoughts),
+            text,
+            calls,
             usage=usage_of(self.usage) if self.usage is not None else None,
             finish_reason=finish_reason(reason, has_calls=self.turn.layout.calls > 0),
+            reasoning=reasoning,
             provider_data=self.turn.layout.provider_data(),
         )

@@ -33,7 +33,7 @@ from typing import Any
 import attrs
 
 from .._messages import AssistantMessage, ToolCall
-from ._http import loads
+from ._wire import call_arguments
 
 PROVIDER = "google"
 """The key of this provider's data on messages (``AssistantMessage.provider_data``)."""
@@ -120,16 +120,6 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _arguments(arguments: str) -> dict[str, Any]:
-    """A call's JSON arguments as the ``args`` object (``{}`` when they are not one: the
-    tool node has told the model so already)."""
-    try:
-        value = loads(arguments)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _sign(part: dict[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
     signature = entry.get(SIGNATURE)
     if isinstance(signature, str):
@@ -138,7 +128,7 @@ def _sign(part: dict[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _function_call(call: ToolCall, send_id: bool, ids: set[str]) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": call.name, "args": _arguments(call.arguments)}
+    function: dict[str, Any] = {"name": call.name, "args": call_arguments(call.arguments)}
     if send_id and call.id:
         ids.add(call.id)
         function = {"id": call.id, **function}

@@ -59,11 +59,13 @@ from .._messages import (
 from .._messages import split_data_url as _data_url
 from .._serde import clean_arguments, clean_text, converter
 from ._client import FLAG, HTTPModel
-from ._http import EventParser, loads, parse_json
-from ._reading import field as _field
-from ._reading import json_object as _object
-from ._reading import malformed as _malformed
-from ._reading import token_count as _count
+from ._http import EventParser, parse_json
+from ._wire import call_arguments as _tool_input
+from ._wire import field as _field
+from ._wire import join_turn
+from ._wire import json_object as _object
+from ._wire import malformed as _malformed
+from ._wire import token_count as _count
 from .base import ModelChunk, ModelRequest, ModelResponse, ToolCallDelta, ToolSpec, Usage
 
 PROVIDER = "anthropic"
@@ -146,16 +148,6 @@ def _blocks(text: str, parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
     return [b for b in blocks if b["type"] != "text" or b["text"]]
 
 
-def _tool_input(arguments: str) -> dict[str, Any]:
-    """A call's JSON arguments as the ``input`` object (``{}`` when they are not one: the
-    tool node has told the model so already)."""
-    try:
-        value = loads(arguments)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _thinking_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     """This provider's thinking blocks of ``message``, with their ``index``."""
     data = message.provider_data.get(PROVIDER)
@@ -204,12 +196,7 @@ def turns(messages: Iterable[Message]) -> list[dict[str, Any]]:
                 role, blocks = "user", [_tool_result(r) for r in responses]
             case _:
                 continue
-        if not blocks:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
+        join_turn(out, role, "content", blocks)
     return out
 
 

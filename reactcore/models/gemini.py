@@ -70,6 +70,7 @@ from ._gemini_answers import GeminiEvents, parse_response
 from ._gemini_parts import PROVIDER, model_parts
 from ._gemini_schema import gemini_schema
 from ._http import EventParser, loads
+from ._wire import join_turn
 from .base import ModelRequest, ModelResponse, ToolSpec
 
 API_VERSION = "v1beta"
@@ -151,12 +152,7 @@ def contents(messages: Iterable[Message]) -> list[dict[str, Any]]:
                 turn += [p for r in responses for p in _parts("", r.parts)]
             case _:
                 continue
-        if not turn:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["parts"].extend(turn)
-        else:
-            out.append({"role": role, "parts": turn})
+        join_turn(out, role, "parts", turn)
     return out
 
 

@@ -1,5 +1,7 @@
-"""Checked reading of a provider's answer JSON: a field of the right type, or a
-``ModelError`` (``ModelStreamError`` in a stream) saying what is missing where."""
+"""What the provider modules' wire mappings share: checked reading of an answer's JSON (a
+field of the right type, or a ``ModelError`` — ``ModelStreamError`` in a stream — saying
+what is missing where), a call's arguments as a JSON object, and joining a request's
+consecutive turns of one role."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._exceptions import ModelError
+from ._http import loads
 
 
 def malformed(what: str, where: str, error: type[ModelError]) -> ModelError:
@@ -35,3 +38,24 @@ def token_count(payload: Mapping[str, Any], key: str) -> int:
     """``payload[key]`` when it is an int (a token count), else 0."""
     value = payload.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def call_arguments(arguments: str) -> dict[str, Any]:
+    """A call's JSON arguments as an object (``{}`` when they are not one: the tool node
+    has told the model so already)."""
+    try:
+        value = loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def join_turn(turns: list[dict[str, Any]], role: str, key: str, items: list[Any]) -> None:
+    """Add a turn of ``role`` holding ``items`` (under ``key``: ``content``, ``parts``) to
+    ``turns``, joined to the last one when it has the same role; none when it is empty."""
+    if not items:
+        return
+    if turns and turns[-1]["role"] == role:
+        turns[-1][key].extend(items)
+    else:
+        turns.append({"role": role, key: items})
