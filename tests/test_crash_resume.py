@@ -20,10 +20,13 @@ SCRIPT = Path(__file__).parent / "scripts" / "crash_agent.py"
 ROOT = Path(__file__).parent.parent
 
 
-def run_script(backend: str, db: Path, marks: Path, mode: str) -> subprocess.Popen[str]:
+def run_script(
+    backend: str, db: Path, marks: Path, mode: str, script: Path = SCRIPT
+) -> subprocess.Popen[str]:
+    """``script`` (a crash script of tests/scripts) in a process of its own."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, str(SCRIPT), backend, str(db), str(marks), mode],
+        [sys.executable, str(script), backend, str(db), str(marks), mode],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
