@@ -9,9 +9,6 @@ Async tests run on asyncio and trio."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,7 +45,7 @@ from reactcore.testing import (
     serve_openai_compatible,
 )
 from tests.helpers import asks
-from tests.test_crash_resume import run_script
+from tests.test_crash_resume import kill_when, run_script
 from tests.test_otel import Traces, attributes
 
 pytestmark = pytest.mark.anyio
@@ -276,17 +273,7 @@ def test_a_summary_survives_sigkill_and_the_resumed_run_sees_it(
     its model is sent that history (summary first, calls paired), not the original."""
     db, marks = tmp_path / "runs.db", tmp_path / "marks.txt"
     first = run_script(backend, db, marks, "first", SCRIPT)
-    try:
-        deadline = time.monotonic() + 60
-        while not (marks.exists() and "hanging" in marks.read_text()):
-            assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline, "the first run never reached its hanging tool"
-            time.sleep(0.05)
-        first.send_signal(signal.SIGKILL)
-    finally:
-        first.kill()
-        first.wait(10)
-    assert first.returncode == -signal.SIGKILL
+    kill_when(first, lambda: marks.exists() and "hanging" in marks.read_text(), "hung")
     stored = anyio.run(finished_summary, db)
     assert stored is not None
     assert stored[0] == UserMessage(SUMMARY_PREFIX + "SUMMARY-2")
@@ -307,7 +294,6 @@ def test_a_summary_survives_sigkill_and_the_resumed_run_sees_it(
     ]
     assert sent == expected
     assert report["messages"] == [*expected, ["assistant", "finished"]]
-    assert os.path.exists(db)
 
 
 # --- ContextEditingInterceptor ------------------------------------------------------------

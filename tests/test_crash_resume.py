@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -34,6 +35,24 @@ def run_script(
     )
 
 
+def kill_when(
+    process: subprocess.Popen[str], ready: Callable[[], bool], what: str, timeout: float = 60
+) -> None:
+    """SIGKILL ``process`` as soon as ``ready()`` (polled: another process's progress
+    cannot be awaited here); fail if it ended first, or never ``what`` in time."""
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, f"the first run never {what}"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait(10)
+    assert process.returncode == -signal.SIGKILL
+
+
 async def finished_calls(db: Path) -> list[str]:
     """The ids the latest checkpoint records as answered (read by this process)."""
     async with SqliteSaver(db) as saver:
@@ -50,17 +69,11 @@ def test_sigkill_mid_batch_then_resume_in_another_process(tmp_path: Path, backen
     resumes: the three are not run again, the two missing ones run once, the run ends."""
     db, marks = tmp_path / "runs.db", tmp_path / "marks.txt"
     first = run_script(backend, db, marks, "first")
-    try:
-        deadline = time.monotonic() + 30
-        while not db.exists() or sorted(anyio.run(finished_calls, db)) != ["w0", "w1", "w2"]:
-            assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline, "the first run never checkpointed 3 calls"
-            time.sleep(0.05)
-        first.send_signal(signal.SIGKILL)
-    finally:
-        first.kill()
-        first.wait(10)
-    assert first.returncode == -signal.SIGKILL
+    kill_when(
+        first,
+        lambda: db.exists() and sorted(anyio.run(finished_calls, db)) == ["w0", "w1", "w2"],
+        "checkpointed 3 calls",
+    )
     assert sorted(marks.read_text().split()) == ["0", "1", "2"]
 
     second = run_script(backend, db, marks, "resume")
