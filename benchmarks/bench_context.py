@@ -42,8 +42,8 @@ from reactcore import (
     ReactAgent,
     SummarizationHook,
     TiktokenCounter,
-    ToolCall,
     TokenCounter,
+    ToolCall,
     Usage,
     tool,
 )

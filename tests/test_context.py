@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from reactcore import (
@@ -32,6 +35,7 @@ from reactcore import (
     SqliteSaver,
     SummarizationHook,
     SystemMessage,
+    ToolResponse,
     ToolResponseMessage,
     Usage,
     UserMessage,
@@ -117,6 +121,41 @@ async def test_a_summary_never_parts_a_tool_call_from_its_answer(keep_last: int)
         SUMMARY_PREFIX + f"summary {len(summariser.requests) - 1}"
     ]
     assert result.messages[0] == UserMessage(summaries(result.messages)[0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=12),
+    st.integers(1, 30),
+    st.booleans(),
+)
+def test_the_kept_part_never_starts_with_tool_results(
+    batches: list[int], keep_last: int, pending: bool
+) -> None:
+    """For any conversation of user turns and batches of 1-3 parallel calls, the split
+    keeps at least ``keep_last`` messages and never starts the kept part with tool
+    results: the older part ends on a whole exchange, so both halves stay paired."""
+    messages: list[Message] = []
+    for turn, size in enumerate(batches):
+        if size == 0:
+            messages.append(UserMessage(f"question {turn}"))
+            continue
+        calls = turns(1, per_turn=size)[0]
+        messages.append(
+            attrs.evolve(
+                calls, tool_calls=[attrs.evolve(c, id=f"{turn}_{c.id}") for c in calls.tool_calls]
+            )
+        )
+        if not (pending and turn == len(batches) - 1):
+            messages.append(
+                ToolResponseMessage(
+                    [ToolResponse(f"{turn}_{c.id}", c.name, "r") for c in calls.tool_calls]
+                )
+            )
+    cut = SummarizationHook(trigger_tokens=1, keep_last=keep_last).split(messages)
+    assert 0 <= cut <= max(len(messages) - keep_last, 0)
+    assert cut == 0 or not isinstance(messages[cut], ToolResponseMessage)
+    assert paired(messages[:cut])
 
 
 async def test_the_summary_is_in_the_state_checkpoint_events_and_usage() -> None:
