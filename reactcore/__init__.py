@@ -62,6 +62,7 @@ from ._interceptors import ToolCallResponse as ToolCallResponse
 from ._interceptors import ToolHandler as ToolHandler
 from ._interceptors import ToolInterceptor as ToolInterceptor
 from ._llm_node import AgentLlmNode as AgentLlmNode
+from ._llm_node import next_request as next_request
 from ._messages import AssistantMessage as AssistantMessage
 from ._messages import AudioPart as AudioPart
 from ._messages import ContentPart as ContentPart
@@ -86,6 +87,11 @@ from ._shapes import to_json as to_json
 from ._state import KeyStrategy as KeyStrategy
 from ._state import OverAllState as OverAllState
 from ._state import Remove as Remove
+from ._state import ReplaceAll as ReplaceAll
+from ._tiktoken import TiktokenCounter as TiktokenCounter
+from ._tokens import ApproximateTokenCounter as ApproximateTokenCounter
+from ._tokens import TokenCounter as TokenCounter
+from ._tokens import count_tokens as count_tokens
 from ._tool_node import AgentToolNode as AgentToolNode
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
@@ -97,7 +103,9 @@ from .hooks import HumanInTheLoopHook as HumanInTheLoopHook
 from .hooks import LargeResultEviction as LargeResultEviction
 from .hooks import ModelCallLimitHook as ModelCallLimitHook
 from .hooks import PIIRedactionHook as PIIRedactionHook
+from .hooks import SummarizationHook as SummarizationHook
 from .hooks import ToolCallLimitHook as ToolCallLimitHook
+from .interceptors import ContextEditingInterceptor as ContextEditingInterceptor
 from .interceptors import ModelFallbackInterceptor as ModelFallbackInterceptor
 from .interceptors import ModelRetryInterceptor as ModelRetryInterceptor
 from .interceptors import ToolRetryInterceptor as ToolRetryInterceptor
@@ -124,6 +132,7 @@ __all__ = [
     "AnthropicModel",
     "ApprovalPolicy",
     "Approve",
+    "ApproximateTokenCounter",
     "AssistantMessage",
     "AudioPart",
     "CallLimitExceeded",
@@ -132,6 +141,7 @@ __all__ = [
     "Checkpoint",
     "ChunkAssembler",
     "ContentPart",
+    "ContextEditingInterceptor",
     "DefaultToolExceptionProcessor",
     "Edit",
     "Event",
@@ -176,6 +186,7 @@ __all__ = [
     "ReactcoreError",
     "Reject",
     "Remove",
+    "ReplaceAll",
     "ReportedError",
     "Resume",
     "RunCancelled",
@@ -189,10 +200,13 @@ __all__ = [
     "SaverUnavailable",
     "SqliteSaver",
     "StateUpdated",
+    "SummarizationHook",
     "SystemMessage",
     "TextPart",
     "ThreadBusy",
     "ThreadInfo",
+    "TiktokenCounter",
+    "TokenCounter",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
@@ -219,12 +233,14 @@ __all__ = [
     "UserMessage",
     "check_cancelled",
     "check_thread_id",
+    "count_tokens",
     "dump_checkpoint",
     "event_from_json",
     "infer_model",
     "load_checkpoint",
     "messages_from_wire",
     "messages_to_wire",
+    "next_request",
     "part_from_bytes",
     "to_json",
     "tool",

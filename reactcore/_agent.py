@@ -42,6 +42,7 @@ from ._output import OUTPUT_MODES, OutputMode, final_answer_tool, parse_output, 
 from ._result import AgentResult
 from ._run import AgentRun, EventStream
 from ._state import MESSAGES, KeyStrategy, OverAllState
+from ._tokens import COUNTER, ApproximateTokenCounter, TokenCounter
 from ._tool_node import LIMITER, AgentToolNode, ToolResolver
 from ._tools import Tool, index_tools
 from ._toolset import Toolset, chain_resolvers
@@ -202,6 +203,9 @@ class ReactAgent:
         default=256, kw_only=True, validator=valid.integer(minimum=1)
     )
     tracer_provider: Any = attrs.field(default=None, kw_only=True, validator=TRACER_PROVIDER)
+    token_counter: TokenCounter = attrs.field(
+        factory=ApproximateTokenCounter, kw_only=True, validator=COUNTER
+    )
 
     _hooks: list[Hook] = attrs.field(init=False)
     _strategies: dict[str, KeyStrategy] = attrs.field(init=False)

@@ -25,9 +25,15 @@ if TYPE_CHECKING:
 
 @attrs.frozen
 class ModelCallStarted:
-    """The model is being asked; ``iteration`` counts from 0 within the run."""
+    """The model is being asked; ``iteration`` counts from 0 within the run.
+
+    ``purpose`` is ``"agent"`` for the loop's own turns; a call a hook makes on the run's
+    behalf says what it is for (``"summary"``: ``SummarizationHook``), with the
+    ``iteration`` of the turn it comes before.
+    """
 
     iteration: int
+    purpose: str = "agent"
 
 
 @attrs.frozen
@@ -55,10 +61,11 @@ class ModelCallRetried:
 
 @attrs.frozen
 class ModelCallFinished:
-    """The model answered with ``message``."""
+    """The model answered with ``message``; ``purpose`` as in ``ModelCallStarted``."""
 
     message: AssistantMessage
     usage: Usage | None = None
+    purpose: str = "agent"
 
 
 @attrs.frozen

@@ -32,7 +32,7 @@ from ._events import (
 )
 from ._exceptions import MaxIterationsExceeded, OutputParseError
 from ._hooks import HookOutcome, JumpTarget, Position, run_hooks
-from ._llm_node import CHUNK_LISTENER, MODEL_ITERATION, RUN_ID
+from ._llm_node import CHUNK_LISTENER, EMIT, MODEL_ITERATION, MODEL_NODE, RUN_ID
 from ._messages import (
     AssistantMessage,
     Message,
@@ -46,6 +46,7 @@ from ._result import TOKEN_USAGE, AgentResult
 from ._run import AgentRun
 from ._scheduler import Job, Status
 from ._state import MESSAGES, OverAllState
+from ._tokens import TOKEN_COUNTER
 from ._tool_node import (
     CALL_OBSERVER,
     CALL_RESOLVER,
@@ -301,6 +302,9 @@ class Loop:
         context[RETRY_LISTENER] = self._on_retry
         context[RUN_ID] = self.run.run_id
         context[CALL_RESOLVER] = self.resolve_calls
+        context[MODEL_NODE] = self.agent.llm_node
+        context[EMIT] = self.run.emit
+        context[TOKEN_COUNTER] = self.agent.token_counter
         state, step = start.state, start.step
         self.model_calls = start.model_calls
         self.run.state = state

@@ -83,6 +83,7 @@ ERROR_TYPE = "error.type"
 RUN_ID = "reactcore.run.id"
 RUN_STATUS = "reactcore.run.status"
 MODEL_ATTEMPTS = "reactcore.model.attempts"
+MODEL_PURPOSE = "reactcore.model.purpose"
 TOOL_OUTCOME = "reactcore.tool.outcome"
 TOOL_DURATION = "reactcore.tool.duration"
 
@@ -382,7 +383,11 @@ class OpenTelemetryTracer:
         self, agent: str, model: ChatModel, request: ModelRequest
     ) -> Iterator[_ModelTrace]:
         name = _model_name(model, request)
-        attributes: dict[str, Any] = {OPERATION: "chat", PROVIDER: _provider(model)}
+        attributes: dict[str, Any] = {
+            OPERATION: "chat",
+            PROVIDER: _provider(model),
+            MODEL_PURPOSE: request.purpose,
+        }
         if name is not None:
             attributes[REQUEST_MODEL] = name
         attributes.update(_server(model))

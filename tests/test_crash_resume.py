@@ -16,8 +16,11 @@ from tests.helpers import kill_when, start_script
 SCRIPT = Path(__file__).parent / "scripts" / "crash_agent.py"
 
 
-def run_script(backend: str, db: Path, marks: Path, mode: str) -> subprocess.Popen[str]:
-    return start_script(SCRIPT, backend, str(db), str(marks), mode)
+def run_script(
+    backend: str, db: Path, marks: Path, mode: str, script: Path = SCRIPT
+) -> subprocess.Popen[str]:
+    """``script`` (a crash script of tests/scripts) in a process of its own."""
+    return start_script(script, backend, str(db), str(marks), mode)
 
 
 async def finished_calls(db: Path) -> list[str]:

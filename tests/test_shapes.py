@@ -80,13 +80,14 @@ results = st.builds(
     st.sampled_from(["finished", "interrupted"]),
     interrupts,
 )
+purposes = st.sampled_from(["agent", "summary"])
 errors = st.builds(
     lambda cls, text: cls(text),
     st.sampled_from([ValueError, RuntimeError, RunCancelled, ReactcoreError]),
     texts,
 )
 EVENTS: dict[type[Any], st.SearchStrategy[Any]] = {
-    ModelCallStarted: st.builds(ModelCallStarted, st.integers(0)),
+    ModelCallStarted: st.builds(ModelCallStarted, st.integers(0), purposes),
     ModelDelta: st.builds(
         ModelDelta,
         texts,
@@ -107,7 +108,7 @@ EVENTS: dict[type[Any], st.SearchStrategy[Any]] = {
         texts,
         st.none() | identifiers,
     ),
-    ModelCallFinished: st.builds(ModelCallFinished, assistants, st.none() | usages),
+    ModelCallFinished: st.builds(ModelCallFinished, assistants, st.none() | usages, purposes),
     ToolCallStarted: st.builds(ToolCallStarted, identifiers, identifiers, texts),
     ToolCallFinished: st.builds(ToolCallFinished, identifiers, identifiers, st.booleans(), finite),
     ToolCallTimedOut: st.builds(ToolCallTimedOut, identifiers, identifiers, finite),

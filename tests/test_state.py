@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reactcore import KeyStrategy, OverAllState, Remove, UserMessage
+from reactcore import KeyStrategy, OverAllState, Remove, ReplaceAll, UserMessage
 from reactcore._state import rewrite
 
 APPEND, MERGE, REPLACE = KeyStrategy.APPEND, KeyStrategy.MERGE, KeyStrategy.REPLACE
@@ -76,11 +76,16 @@ def test_replace_takes_the_new_value(old: Any, new: Any) -> None:
         pytest.param(["a", "b"], [Remove("a"), "c"], ["b", "c"], id="remove-then-add"),
         pytest.param(["a"], ["b", Remove("b")], ["a"], id="add-then-remove"),
         pytest.param(["a", "a"], [Remove("a"), Remove("a")], [], id="remove-twice"),
+        pytest.param(["a", "b"], ReplaceAll(["s", "b"]), ["s", "b"], id="replace-all"),
+        pytest.param(["a"], [ReplaceAll(()), "c"], ["c"], id="replace-all-then-add"),
+        pytest.param(["a"], ["b", ReplaceAll(["x"])], ["x"], id="add-then-replace-all"),
+        pytest.param(_MISSING, ReplaceAll(["x"]), ["x"], id="replace-all-missing-key"),
     ],
 )
 def test_append_rules(old: Any, new: Any, expected: Any) -> None:
     """APPEND: None keeps, lists concatenate, single values append, Remove drops one match,
-    and an old value that is not a list is replaced."""
+    ReplaceAll makes the list anew (later items append to it), and an old value that is
+    not a list is replaced."""
     assert merged(old, new, APPEND) == expected
 
 
@@ -194,10 +199,13 @@ def test_states_compare_by_data_and_are_unhashable() -> None:
 
 KEYS = ["a", "b", "c", "messages"]
 scalars = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from(["x", "y", "z"]))
+markers = st.one_of(
+    st.builds(Remove, scalars), st.builds(ReplaceAll, st.lists(scalars, max_size=3))
+)
 values = st.one_of(
     scalars,
-    st.builds(Remove, scalars),
-    st.lists(st.one_of(scalars, st.builds(Remove, scalars)), max_size=4),
+    markers,
+    st.lists(st.one_of(scalars, markers), max_size=4),
     st.dictionaries(st.sampled_from(["p", "q", "r"]), scalars, max_size=3),
 )
 updates = st.dictionaries(st.sampled_from(KEYS), values, max_size=4)

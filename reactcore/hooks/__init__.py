@@ -1,5 +1,5 @@
 """Built-in hooks: limits on model calls and tool calls, human approval, personal-data
-redaction and the eviction of large tool results."""
+redaction, the eviction of large tool results, summarisation."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from ._human_in_the_loop import ApprovalPolicy as ApprovalPolicy
 from ._human_in_the_loop import HumanInTheLoopHook as HumanInTheLoopHook
 from ._model_call_limit import ModelCallLimitHook as ModelCallLimitHook
 from ._pii import PIIRedactionHook as PIIRedactionHook
+from ._summarization import SummarizationHook as SummarizationHook
 from ._tool_call_limit import ToolCallLimitHook as ToolCallLimitHook
 
 __all__ = [
@@ -16,5 +17,6 @@ __all__ = [
     "LargeResultEviction",
     "ModelCallLimitHook",
     "PIIRedactionHook",
+    "SummarizationHook",
     "ToolCallLimitHook",
 ]
