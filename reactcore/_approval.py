@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -64,3 +64,26 @@ class Interrupt:
     """Why a run paused: the tool calls waiting for a decision, in call order."""
 
     calls: tuple[ToolCall, ...]
+
+
+SCOPE = "/"
+"""Between a call's id and the id of a call it paused for (``ToolCallResponse.interrupt``):
+``c1/a1`` is call ``a1`` of the subagent that call ``c1`` runs."""
+
+
+def scoped(call_id: str, inner: ToolCall) -> ToolCall:
+    """``inner``, waiting inside call ``call_id``, as the run above lists it."""
+    return attrs.evolve(inner, id=f"{call_id}{SCOPE}{inner.id}")
+
+
+def unscoped(decisions: Mapping[str, Decision], own: Iterable[str]) -> dict[str, Resume]:
+    """The decisions for calls waiting inside the calls ``own`` (``c1/a1``), as a ``Resume``
+    per call (``{"c1": Resume({"a1": ...})}``); the decisions for ``own`` are left out."""
+    owned = set(own)
+    found: dict[str, dict[str, Decision]] = {}
+    for call_id, decision in decisions.items():
+        if call_id in owned:
+            continue
+        outer, _, inner = call_id.partition(SCOPE)
+        found.setdefault(outer, {})[inner] = decision
+    return {outer: Resume(inner) for outer, inner in found.items()}

@@ -340,7 +340,7 @@ ROWS: list[Row] = [
     (
         ToolCallResponse,
         ("ok",),
-        {"text": 5, "is_error": "no", "update": 5, "parts": ["text"]},
+        {"text": 5, "is_error": "no", "update": 5, "parts": ["text"], "interrupt": ("c1",)},
         {},
     ),
     (
