@@ -26,17 +26,14 @@ children), and the ratio to the case named.
 
 from __future__ import annotations
 
-import gc
 import json
-import statistics
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
 import attrs
-from _common import backends, fmt, parse
+from _common import Case, Prepare, Row, Run, backends, fmt, measure, parse
 
 from reactcore import (
     AssistantMessage,
@@ -51,9 +48,6 @@ from reactcore import (
 )
 from reactcore.testing import ScriptedChatModel
 
-Run = Callable[[], Awaitable[None]]
-Prepare = Callable[[], Run]  # builds, outside the timing, one run to time
-
 
 @attrs.frozen
 class Plan:
@@ -64,28 +58,6 @@ class Plan:
 FULL = Plan(children=50, repeat=5)
 QUICK = Plan(children=10, repeat=3)
 WORKLOADS = ("answer", "tool")
-
-
-@attrs.frozen
-class Case:
-    name: str
-    prepare: Prepare
-    baseline: str | None = None
-
-
-@attrs.frozen
-class Row:
-    backend: str
-    workload: str
-    case: str
-    n: int
-    median_s: float
-    baseline: str | None
-    ratio: float | None
-
-    @property
-    def us_per_child(self) -> float:
-        return self.median_s / self.n * 1e6
 
 
 # --- the agents ---------------------------------------------------------------------------
@@ -184,57 +156,28 @@ def cases(workload: str, n: int) -> list[Case]:
         return through_parent(workload, n, **options)
 
     return [
-        Case("direct", direct(workload, n)),
-        Case("hand-written tool", parent(as_tool=False), "direct"),
-        Case("as_tool", parent(as_tool=True), "hand-written tool"),
-        Case("hand-written tool, events read", parent(as_tool=False, read=True)),
+        Case("direct", n, direct(workload, n)),
+        Case("hand-written tool", n, parent(as_tool=False), "direct"),
+        Case("as_tool", n, parent(as_tool=True), "hand-written tool"),
+        Case("hand-written tool, events read", n, parent(as_tool=False, read=True)),
         Case(
             "as_tool, events read",
+            n,
             parent(as_tool=True, read=True),
             "hand-written tool, events read",
         ),
-        Case("hand-written tool, saver", parent(as_tool=False, saved=True)),
-        Case("as_tool, saver", parent(as_tool=True, saved=True), "hand-written tool, saver"),
+        Case("hand-written tool, saver", n, parent(as_tool=False, saved=True)),
+        Case("as_tool, saver", n, parent(as_tool=True, saved=True), "hand-written tool, saver"),
     ]
 
 
 # --- measuring ------------------------------------------------------------------------------
 
 
-async def _time(prepare: Prepare) -> float:
-    run = prepare()
-    gc.collect()
-    start = time.perf_counter()
-    await run()
-    return time.perf_counter() - start
-
-
-async def measure(backend: str, plan: Plan) -> list[Row]:
-    """Medians of every case, after one warm-up run each; repeats interleaved, so drift
-    hits every case alike."""
+async def run_backend(backend: str, plan: Plan) -> list[Row]:
     rows: list[Row] = []
     for workload in WORKLOADS:
-        table = cases(workload, plan.children)
-        for case in table:
-            await _time(case.prepare)
-        samples: dict[str, list[float]] = {case.name: [] for case in table}
-        for _ in range(plan.repeat):
-            for case in table:
-                samples[case.name].append(await _time(case.prepare))
-        medians = {name: statistics.median(s) for name, s in samples.items()}
-        for case in table:
-            ratio = medians[case.name] / medians[case.baseline] if case.baseline else None
-            rows.append(
-                Row(
-                    backend,
-                    workload,
-                    case.name,
-                    plan.children,
-                    medians[case.name],
-                    case.baseline,
-                    ratio,
-                )
-            )
+        rows += await measure(workload, backend, cases(workload, plan.children), plan.repeat)
     return rows
 
 
@@ -245,8 +188,8 @@ def print_table(rows: Sequence[Row]) -> None:
     for r in rows:
         against = f"{fmt(r.ratio, '.2f')}× {r.baseline}" if r.baseline else ""
         print(
-            f"{r.backend:8} {r.workload:8} {r.case:32} {r.n:>4} {r.median_s * 1e3:>7.1f}ms"
-            f" {r.us_per_child:>9.0f}  {against}"
+            f"{r.backend:8} {r.section:8} {r.case:32} {r.n:>4} {r.median_s * 1e3:>7.1f}ms"
+            f" {r.us_per_op:>9.0f}  {against}"
         )
 
 
@@ -254,12 +197,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     args, plan = parse(__doc__ or "", QUICK, FULL, argv)
     rows: list[Row] = []
     for backend in backends(args):
-        rows += anyio.run(measure, backend, plan, backend=backend)
+        rows += anyio.run(run_backend, backend, plan, backend=backend)
     print(f"subagent: N = {plan.children} child runs per measurement, medians of {plan.repeat}")
     print_table(rows)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump([{**attrs.asdict(r), "us_per_child": r.us_per_child} for r in rows], f)
+            json.dump([{**attrs.asdict(r), "us_per_child": r.us_per_op} for r in rows], f)
 
 
 if __name__ == "__main__":

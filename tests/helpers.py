@@ -1,13 +1,30 @@
-"""Shared test helpers: building tool-call states, and counting live tasks on either backend."""
+"""Shared test helpers: building tool-call states, counting live tasks on either backend,
+scripted answers, and running a script in a process to kill mid-run."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import sniffio
 
-from reactcore import AssistantMessage, OverAllState, ToolCall, ToolResponseMessage, UserMessage
+from reactcore import (
+    AssistantMessage,
+    ModelRequest,
+    OverAllState,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def call(call_id: str, name: str, /, **arguments: Any) -> ToolCall:
@@ -46,3 +63,42 @@ def response_texts(update: dict[str, Any]) -> list[str]:
     message = update["messages"][-1]
     assert isinstance(message, ToolResponseMessage)
     return [r.response_data for r in message.responses]
+
+
+def answers(request: ModelRequest) -> AssistantMessage:
+    """A scripted model's reply: the tool answers the model saw, joined with `` | ``."""
+    texts = [
+        r.response_data
+        for m in request.messages
+        if isinstance(m, ToolResponseMessage)
+        for r in m.responses
+    ]
+    return AssistantMessage(" | ".join(texts))
+
+
+def run_script(script: Path, *args: str) -> subprocess.Popen[str]:
+    """``script`` with ``args`` in a Python process of its own, this checkout importable."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def kill_when(process: subprocess.Popen[str], ready: Callable[[], bool], what: str) -> None:
+    """SIGKILL ``process`` once ``ready()`` (polled, from outside the process: a watcher's
+    loop, not a test's synchronisation); fail if it ends first or ``what`` takes 30 s."""
+    try:
+        deadline = time.monotonic() + 30
+        while not ready():
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, f"never: {what}"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait(10)
+    assert process.returncode == -signal.SIGKILL

@@ -9,11 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, TypedDict
@@ -54,21 +49,13 @@ from reactcore import (
 from reactcore._config import THREAD_ID_MAX_BYTES, check_thread_id
 from reactcore._subagent import child_thread_id
 from reactcore.testing import ScriptedChatModel
-from tests.helpers import asks, live_tasks
+from tests.helpers import answers, asks, kill_when, live_tasks, run_script
 from tests.test_otel import Traces
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 60  # seconds: the bound of every wait here (a loaded 2-core machine)
-ROOT = Path(__file__).parent.parent
 SCRIPT = Path(__file__).parent / "scripts" / "crash_subagent.py"
-
-
-def answers(request: ModelRequest) -> AssistantMessage:
-    """The tool answers the model saw last, joined with `` | ``."""
-    last = request.messages[-1]
-    assert isinstance(last, ToolResponseMessage)
-    return AssistantMessage(" | ".join(r.response_data for r in last.responses))
 
 
 def two_jobs(request: ModelRequest) -> AssistantMessage:
@@ -575,17 +562,6 @@ async def test_a_child_that_finished_before_the_parent_recorded_it_is_not_run_ag
     assert result.usage == Usage(1, 1, 2)
 
 
-def run_script(backend: str, db: Path, marks: Path, mode: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, str(SCRIPT), backend, str(db), str(marks), mode],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-
-
 async def child_finished_calls(db: Path) -> list[str]:
     """The ids the child's latest checkpoint records as answered."""
     async with SqliteSaver(db) as saver:
@@ -604,21 +580,15 @@ def test_sigkill_mid_child_then_resume_runs_no_finished_child_tool_twice(
     another process resumes the parent, which resumes the child where it was: the third
     call runs, the two finished ones do not run again, and both runs finish."""
     db, marks = tmp_path / "runs.db", tmp_path / "marks.txt"
-    first = run_script(backend, db, marks, "first")
-    try:
-        deadline = time.monotonic() + 30
-        while not db.exists() or sorted(anyio.run(child_finished_calls, db)) != ["k0", "k1"]:
-            assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline, "the child never checkpointed 2 calls"
-            time.sleep(0.05)
-        first.send_signal(signal.SIGKILL)
-    finally:
-        first.kill()
-        first.wait(10)
-    assert first.returncode == -signal.SIGKILL
+    first = run_script(SCRIPT, backend, str(db), str(marks), "first")
+    kill_when(
+        first,
+        lambda: db.exists() and sorted(anyio.run(child_finished_calls, db)) == ["k0", "k1"],
+        "the child checkpointed 2 calls",
+    )
     assert sorted(marks.read_text().split()) == ["0", "1"]
 
-    second = run_script(backend, db, marks, "resume")
+    second = run_script(SCRIPT, backend, str(db), str(marks), "resume")
     out, err = second.communicate(timeout=60)
     assert second.returncode == 0, err
     assert json.loads(out) == {"text": "the child says: all three done", "model_calls": 2}
