@@ -72,7 +72,12 @@ class ToolCallResponse:
     interrupt: Interrupt | None = attrs.field(
         default=None,
         kw_only=True,
-        validator=valid.instance_of(Interrupt, "an Interrupt", optional=True),
+        validator=valid.satisfies(
+            "an Interrupt",
+            Interrupt,
+            limits=[(lambda v: bool(v.calls), "must hold at least one call")],
+            optional=True,
+        ),
     )
 
 

@@ -22,6 +22,7 @@ from reactcore import (
     AssistantMessage,
     Edit,
     HumanInTheLoopHook,
+    Interrupt,
     MemorySaver,
     ModelCallFinished,
     ModelRequest,
@@ -37,8 +38,10 @@ from reactcore import (
     ToolCall,
     ToolCallCancelled,
     ToolCallFinished,
+    ToolCallResponse,
     ToolCallStarted,
     ToolCallTimedOut,
+    ToolContext,
     ToolResponseMessage,
     Usage,
     UserMessage,
@@ -529,6 +532,55 @@ async def test_a_child_cannot_pause_a_parent_without_checkpoints() -> None:
     assert result.status == "finished"
     assert "keeps no checkpoints to pause in" in result.text
     assert mail.sent == []
+
+
+# --- what subagents are built on, open to any tool ---------------------------------------
+
+
+async def test_any_tool_may_pause_the_run_and_read_its_decisions() -> None:
+    """A plain tool answering ``ToolCallResponse(interrupt=...)`` pauses the run (its
+    call scoped under the call's id) and runs again on resume, its ``context.decisions``
+    the decisions for it with the scope taken off; an empty interrupt is refused."""
+    runs: list[Any] = []
+
+    @tool
+    async def pay(amount: int, context: ToolContext) -> Any:
+        """Pay, once a human confirmed."""
+        runs.append(context.decisions)
+        if context.decisions is None:
+            confirm = ToolCall("ok", "confirm_payment", json.dumps({"amount": amount}))
+            return ToolCallResponse("asking", interrupt=Interrupt((confirm,)))
+        approved = isinstance(context.decisions.decisions.get("ok"), Approve)
+        return f"paid {amount}" if approved else "not paid"
+
+    model = ScriptedChatModel([asks(("c1", "pay", {"amount": 5})), answers])
+    agent = ReactAgent("payer", model, tools=[pay], saver=MemorySaver())
+    config = RunnableConfig(thread_id="t")
+    paused = await agent.invoke("pay 5", config)
+    assert [c.id for c in paused.interrupt.calls] == ["c1/ok"]
+    result = await agent.invoke(Resume({"c1/ok": Approve()}), config)
+    assert result.text == "paid 5"
+    assert runs == [None, Resume({"ok": Approve()})]
+    with pytest.raises(ValueError, match="must hold at least one call"):
+        ToolCallResponse("x", interrupt=Interrupt(()))
+
+
+async def test_usage_added_by_parallel_calls_is_summed() -> None:
+    """``context.add_usage`` from several calls of one batch, run in parallel, and several
+    times in one call: every amount counts in the run's usage (none replaces another)."""
+
+    @tool
+    async def spend(context: ToolContext) -> str:
+        """Spend tokens elsewhere."""
+        context.add_usage(Usage(1, 2, 3))
+        context.add_usage(Usage(1, 0, 1))
+        return "spent"
+
+    calls = asks(*((f"c{i}", "spend", {}) for i in range(3)))
+    model = ScriptedChatModel([calls, answers], usage=Usage(10, 10, 20))
+    agent = ReactAgent("spender", model, tools=[spend], parallel_tool_execution=True)
+    result = await agent.invoke("go")
+    assert result.usage == Usage(20 + 6, 20 + 6, 40 + 12)
 
 
 # --- checkpoints ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from reactcore import (
     DefaultToolExceptionProcessor,
     Edit,
     HumanInTheLoopHook,
+    Interrupt,
     ModelCallLimitHook,
     ModelFallbackInterceptor,
     ModelResponse,
@@ -341,7 +342,7 @@ ROWS: list[Row] = [
         ToolCallResponse,
         ("ok",),
         {"text": 5, "is_error": "no", "update": 5, "parts": ["text"], "interrupt": ("c1",)},
-        {},
+        {"interrupt": Interrupt(())},
     ),
     (
         ChatOptions,
