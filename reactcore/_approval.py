@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import attrs
@@ -76,14 +76,19 @@ def scoped(call_id: str, inner: ToolCall) -> ToolCall:
     return attrs.evolve(inner, id=f"{call_id}{SCOPE}{inner.id}")
 
 
-def unscoped(decisions: Mapping[str, Decision], own: Iterable[str]) -> dict[str, Resume]:
+def outer_call(call_id: str, own: Collection[str]) -> str | None:
+    """The call of ``own`` that ``call_id`` waits inside (``c1`` for ``c1/a1``), or
+    ``None``; the longest such id, should one call's id hold the separator itself."""
+    found = [o for o in own if call_id.startswith(f"{o}{SCOPE}")]
+    return max(found, key=len) if found else None
+
+
+def unscoped(decisions: Mapping[str, Decision], own: Collection[str]) -> dict[str, Resume]:
     """The decisions for calls waiting inside the calls ``own`` (``c1/a1``), as a ``Resume``
     per call (``{"c1": Resume({"a1": ...})}``); the decisions for ``own`` are left out."""
-    owned = set(own)
     found: dict[str, dict[str, Decision]] = {}
     for call_id, decision in decisions.items():
-        if call_id in owned:
-            continue
-        outer, _, inner = call_id.partition(SCOPE)
-        found.setdefault(outer, {})[inner] = decision
+        outer = None if call_id in own else outer_call(call_id, own)
+        if outer is not None:
+            found.setdefault(outer, {})[call_id.removeprefix(f"{outer}{SCOPE}")] = decision
     return {outer: Resume(inner) for outer, inner in found.items()}

@@ -4,7 +4,7 @@ batch is unfinished (cut short, or paused), applied together in call order at it
 
 A call may pause the run instead of ending (``ToolCallResponse.interrupt``: a subagent
 waiting for approval): it gets no answer yet; the node's update then names the calls
-waiting (``PAUSED``), scoped under the pausing call's id, and the loop pauses the run.
+that paused and what each waits for (``PAUSED``), and the loop pauses the run.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from ._approval import Interrupt, scoped
+from ._approval import Interrupt
 from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
 from ._result import TOKEN_USAGE
 from ._scheduler import Job, Status
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 RETURN_DIRECT = "return_direct"
 PENDING_UPDATES = "_pending_updates_"
 PAUSED = "_paused_calls_"
-"""In the node's update (never merged into the state): the calls the run must pause for,
-as ``ToolCall``s scoped under the calls that paused (``c1/a1``)."""
+"""In the node's update (never merged into the state): each call that paused the run →
+its ``Interrupt`` (the loop lists their calls scoped under it: ``c1/a1``)."""
 
 
 def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolResponseMessage | None]:
@@ -162,16 +162,12 @@ class Batch:
 
     def paused_update(self) -> dict[str, Any]:
         """The update of a batch some calls paused: the answers so far, as a partial
-        update (none if no call has one yet), and the calls waiting under ``PAUSED``."""
+        update (none if no call has one yet), and under ``PAUSED`` each paused call's id →
+        its ``Interrupt``, in call order."""
         update = self.partial_update() if self.done else {}
         calls = self.assistant.tool_calls
-        waiting = [scoped(c.id, inner) for c in calls for inner in self._waiting(c.id)]
-        update[PAUSED] = tuple(waiting)
+        update[PAUSED] = {c.id: self.paused[c.id] for c in calls if c.id in self.paused}
         return update
-
-    def _waiting(self, call_id: str) -> tuple[ToolCall, ...]:
-        found = self.paused.get(call_id)
-        return found.calls if found is not None else ()
 
     def abandon_traces(self) -> None:
         """End the spans of calls that never ended (the batch was cancelled or failed)."""

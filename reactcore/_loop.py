@@ -16,7 +16,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from ._approval import SCOPE, Decision, Edit, Interrupt, Reject, Resume, unscoped
+from ._approval import (
+    SCOPE,
+    Decision,
+    Edit,
+    Interrupt,
+    Reject,
+    Resume,
+    outer_call,
+    scoped,
+    unscoped,
+)
 from ._batch import PAUSED, RETURN_DIRECT, has_pending_updates, paused_by, pending_calls
 from ._checkpoint import Checkpoint, NextStep, Saver
 from ._config import RunnableConfig
@@ -187,12 +197,15 @@ def apply_decisions(
     # Decisions for calls waiting inside a call (a subagent's: ``c1/a1``) go to that call
     # when it runs again (``ToolContext.decisions``); every call that paused runs again.
     inner = unscoped(resume.decisions, calls)
+    inside: dict[str, list[ToolCall]] = {}
     for c in waiting:
-        outer = c.id.partition(SCOPE)[0]
-        if c.id not in calls:
+        outer = None if c.id in calls else outer_call(c.id, calls)
+        if outer is not None:
             inner.setdefault(outer, Resume({}))
+            unscoped_id = c.id.removeprefix(f"{outer}{SCOPE}")
+            inside.setdefault(outer, []).append(attrs.evolve(c, id=unscoped_id))
     for outer, decisions in inner.items():
-        _check_inner(agent, assistant, calls[outer], decisions, by_id, config)
+        _check_inner(agent, assistant, calls[outer], inside.get(outer, []), decisions, config)
     config.context[TOOL_DECISIONS] = inner
     own: dict[str, Decision] = {k: v for k, v in resume.decisions.items() if k in calls}
     rejected: list[ToolResponse] = []
@@ -227,23 +240,18 @@ def _check_inner(
     agent: ReactAgent,
     assistant: AssistantMessage,
     call: ToolCall,
+    inside: Sequence[ToolCall],
     decisions: Resume,
-    waiting: Mapping[str, ToolCall],
     config: RunnableConfig,
 ) -> None:
-    """Check the decisions for the calls waiting inside ``call`` where its tool can
-    (``check_decisions``, as a subagent's tool has): a bad edit is a ``ValueError`` now,
-    while the run is still paused, not an error the model reads later."""
+    """Check the decisions for the calls waiting inside ``call`` (``inside``, their own
+    ids) where its tool can (``check_decisions``, as a subagent's tool has): a bad edit is
+    a ``ValueError`` now, while the run is still paused, not an error the model reads
+    later."""
     node = agent.tool_node
     tool = node.resolve(call.name, config, assistant.visible_tools) if node else None
     check = getattr(tool.func, "check_decisions", None) if tool is not None else None
     if callable(check):
-        prefix = f"{call.id}{SCOPE}"
-        inside = [
-            attrs.evolve(c, id=c.id.removeprefix(prefix))
-            for i, c in waiting.items()
-            if i.startswith(prefix)
-        ]
         check(inside, decisions, config)
 
 
@@ -446,14 +454,14 @@ class Loop:
         finally:
             del context[CALL_OBSERVER]
             context.pop(TOOL_DECISIONS, None)  # the decisions were for this batch's calls
-        paused: tuple[ToolCall, ...] = update.pop(PAUSED, ())
+        paused: Mapping[str, Interrupt] = update.pop(PAUSED, {})
         if approved := state.get(APPROVED):
             # Approvals are for this batch only; a call that paused is still in it.
-            waiting = {c.id.partition(SCOPE)[0] for c in paused}
-            update[APPROVED] = [i for i in approved if i in waiting]
+            update[APPROVED] = [i for i in approved if i in paused]
         state = self.updated(state, update)
         await self.run.emit(StateUpdated("tools", tuple(update)))
-        return state, "end" if returned_direct(state) else "model", paused
+        waiting = tuple(scoped(i, c) for i, interrupt in paused.items() for c in interrupt.calls)
+        return state, "end" if returned_direct(state) else "model", waiting
 
     def updated(self, state: OverAllState, update: Mapping[str, Any]) -> OverAllState:
         state = state.merge(update)

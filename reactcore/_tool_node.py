@@ -12,8 +12,8 @@ answered "not available" without running anything (see ``AgentToolNode.resolve``
 call needs its own id; tool names are unique.
 
 A call may pause the run rather than answer (``ToolCallResponse.interrupt``): the update
-then answers only the calls that ended, keeps their state updates aside, and lists the
-calls waiting for a human under ``_paused_calls_`` (see ``_batch``).
+then answers only the calls that ended, keeps their state updates aside, and maps each
+call that paused to what it waits for under ``_paused_calls_`` (see ``_batch``).
 """
 
 from __future__ import annotations

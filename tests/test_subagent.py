@@ -49,6 +49,7 @@ from reactcore import (
     to_json,
     tool,
 )
+from reactcore._approval import outer_call, unscoped
 from reactcore._config import THREAD_ID_MAX_BYTES, check_thread_id
 from reactcore._subagent import child_thread_id
 from reactcore.testing import ScriptedChatModel
@@ -563,6 +564,20 @@ async def test_any_tool_may_pause_the_run_and_read_its_decisions() -> None:
     assert runs == [None, Resume({"ok": Approve()})]
     with pytest.raises(ValueError, match="must hold at least one call"):
         ToolCallResponse("x", interrupt=Interrupt(()))
+
+
+def test_decisions_go_to_the_call_they_wait_inside() -> None:
+    """``c1/a1`` is ``a1`` inside ``c1``; should a call's own id hold the separator, the
+    longest call id that prefixes the decision's wins; a call's own decision stays its."""
+    own = ["a", "a/b", "c"]
+    assert outer_call("a/b/m1", own) == "a/b"
+    assert outer_call("a/m1", own) == "a"
+    assert outer_call("z/m1", own) is None
+    decisions = {"a/b/m1": Approve(), "a/m2": Reject("no"), "c": Approve()}
+    assert unscoped(decisions, own) == {
+        "a/b": Resume({"m1": Approve()}),
+        "a": Resume({"m2": Reject("no")}),
+    }
 
 
 async def test_usage_added_by_parallel_calls_is_summed() -> None:
