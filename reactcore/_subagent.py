@@ -107,7 +107,11 @@ def _find_tool(agent: ReactAgent, name: str) -> Tool | None:
 
 @attrs.define(eq=False)
 class Subagent:
-    """The function of a subagent tool: each call runs ``agent`` (see the module docstring)."""
+    """The function of a subagent tool: each call runs ``agent`` (see the module docstring).
+
+    ``check_decisions`` is what the loop asks, when the parent is resumed, to check the
+    decisions for the calls waiting in the child before anything runs.
+    """
 
     agent: ReactAgent
     input_type: Any = Task
