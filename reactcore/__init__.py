@@ -27,6 +27,8 @@ from ._events import RunFailed as RunFailed
 from ._events import RunFinished as RunFinished
 from ._events import RunInterrupted as RunInterrupted
 from ._events import StateUpdated as StateUpdated
+from ._events import SubagentCall as SubagentCall
+from ._events import SubagentEvent as SubagentEvent
 from ._events import ToolCallCancelled as ToolCallCancelled
 from ._events import ToolCallFinished as ToolCallFinished
 from ._events import ToolCallStarted as ToolCallStarted
@@ -200,6 +202,8 @@ __all__ = [
     "SaverUnavailable",
     "SqliteSaver",
     "StateUpdated",
+    "SubagentCall",
+    "SubagentEvent",
     "SummarizationHook",
     "SystemMessage",
     "TextPart",

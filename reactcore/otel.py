@@ -303,6 +303,8 @@ class _ToolTrace:
         elif job.status is JobStatus.CANCELLED:
             span.set_attribute(TOOL_OUTCOME, "cancelled")
             _fail(span, "cancelled", "cancelled by the caller")
+        elif getattr(job.result, "interrupt", None) is not None:
+            span.set_attribute(TOOL_OUTCOME, "interrupted")  # it runs again on resume
         elif response.is_error:
             span.set_attribute(TOOL_OUTCOME, "error")
             _fail(span, self.error or "tool_error", "the tool failed")

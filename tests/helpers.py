@@ -1,5 +1,5 @@
 """Shared test helpers: building tool-call states, counting live tasks on either backend,
-and killing a child process at a chosen moment."""
+scripted answers, and starting a child process to kill at a chosen moment."""
 
 from __future__ import annotations
 
@@ -15,7 +15,16 @@ from typing import Any
 
 import sniffio
 
-from reactcore import AssistantMessage, OverAllState, ToolCall, ToolResponseMessage, UserMessage
+from reactcore import (
+    AssistantMessage,
+    ModelRequest,
+    OverAllState,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def call(call_id: str, name: str, /, **arguments: Any) -> ToolCall:
@@ -54,6 +63,17 @@ def response_texts(update: dict[str, Any]) -> list[str]:
     message = update["messages"][-1]
     assert isinstance(message, ToolResponseMessage)
     return [r.response_data for r in message.responses]
+
+
+def answers(request: ModelRequest) -> AssistantMessage:
+    """A scripted model's reply: the tool answers the model saw, joined with `` | ``."""
+    texts = [
+        r.response_data
+        for m in request.messages
+        if isinstance(m, ToolResponseMessage)
+        for r in m.responses
+    ]
+    return AssistantMessage(" | ".join(texts))
 
 
 ROOT = Path(__file__).resolve().parent.parent

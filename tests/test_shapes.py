@@ -38,6 +38,8 @@ from reactcore import (
     RunInterrupted,
     RunnableConfig,
     StateUpdated,
+    SubagentCall,
+    SubagentEvent,
     ToolCallCancelled,
     ToolCallDelta,
     ToolCallFinished,
@@ -120,6 +122,13 @@ EVENTS: dict[type[Any], st.SearchStrategy[Any]] = {
         RunInterrupted, st.lists(tool_calls, max_size=3).map(tuple), st.none() | results
     ),
 }
+EVENTS[SubagentEvent] = st.builds(
+    SubagentEvent,
+    st.lists(
+        st.builds(SubagentCall, identifiers, identifiers, identifiers), min_size=1, max_size=3
+    ).map(tuple),
+    st.one_of(*EVENTS.values()),
+)
 
 
 def through_text(value: Any) -> Any:

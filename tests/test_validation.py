@@ -26,6 +26,7 @@ from reactcore import (
     DefaultToolExceptionProcessor,
     Edit,
     HumanInTheLoopHook,
+    Interrupt,
     LargeResultEviction,
     ModelCallLimitHook,
     ModelFallbackInterceptor,
@@ -436,8 +437,8 @@ ROWS: list[Row] = [
     (
         ToolCallResponse,
         ("ok",),
-        {"text": 5, "is_error": "no", "update": 5, "parts": ["text"]},
-        {},
+        {"text": 5, "is_error": "no", "update": 5, "parts": ["text"], "interrupt": ("c1",)},
+        {"interrupt": Interrupt(())},
     ),
     (
         ChatOptions,

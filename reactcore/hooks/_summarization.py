@@ -22,7 +22,7 @@ from .._messages import (
 from .._result import TOKEN_USAGE
 from .._state import MESSAGES, OverAllState, ReplaceAll
 from .._tokens import OPTIONAL_COUNTER, TokenCounter, count_tokens
-from .._tool_node import has_pending_updates
+from .._batch import has_pending_updates
 from ..models._infer import as_chat_model
 from ..models.base import ChatModel, ModelRequest, Usage
 from ._limits import name_field
