@@ -1,17 +1,22 @@
-"""What the benchmark scripts share: their options, quiet logs, and a settled heap."""
+"""What the benchmark scripts share: their options, quiet logs, a settled heap, and one
+way to measure cases against a baseline."""
 
 from __future__ import annotations
 
 import argparse
 import gc
 import logging
-from collections.abc import Sequence
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import attrs
 import structlog
 
 Plan = TypeVar("Plan")
+Run = Callable[[], Awaitable[None]]
+Prepare = Callable[[], Run]  # builds, outside the timing, one run to time
 
 
 def parse(doc: str, quick: Any, full: Any, argv: Sequence[str] | None) -> tuple[Any, Any]:
@@ -44,3 +49,64 @@ def backends(args: Any) -> tuple[str, ...]:
 def fmt(value: float | None, spec: str) -> str:
     """``value`` formatted for a table, ``-`` where there is none."""
     return "-" if value is None else format(value, spec)
+
+
+@attrs.frozen
+class Case:
+    """One thing to time: ``n`` operations per run, compared with the case ``baseline``."""
+
+    name: str
+    n: int
+    prepare: Prepare
+    baseline: str | None = None
+
+
+@attrs.frozen
+class Row:
+    section: str
+    backend: str
+    case: str
+    n: int
+    median_s: float
+    baseline: str | None = None
+    ratio: float | None = None
+
+    @property
+    def us_per_op(self) -> float:
+        return self.median_s / self.n * 1e6
+
+    @property
+    def ops_per_s(self) -> float:
+        return self.n / self.median_s
+
+
+async def _time(prepare: Prepare) -> float:
+    run = prepare()
+    gc.collect()
+    start = time.perf_counter()
+    await run()
+    return time.perf_counter() - start
+
+
+async def measure(section: str, backend: str, cases: Sequence[Case], repeat: int) -> list[Row]:
+    """Medians of every case, after one warm-up run each; repeats interleaved, so drift
+    hits every case alike."""
+    for case in cases:
+        await _time(case.prepare)
+    samples: dict[str, list[float]] = {case.name: [] for case in cases}
+    for _ in range(repeat):
+        for case in cases:
+            samples[case.name].append(await _time(case.prepare))
+    medians = {name: statistics.median(s) for name, s in samples.items()}
+    return [
+        Row(
+            section,
+            backend,
+            case.name,
+            case.n,
+            medians[case.name],
+            case.baseline,
+            medians[case.name] / medians[case.baseline] if case.baseline else None,
+        )
+        for case in cases
+    ]

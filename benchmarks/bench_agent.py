@@ -27,11 +27,8 @@ case), µs per operation, operations per second, and the ratio to the baseline n
 
 from __future__ import annotations
 
-import gc
 import json
 import socket
-import statistics
-import time
 import unittest.mock
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -40,7 +37,7 @@ from typing import Any
 import anyio
 import attrs
 import httpx
-from _common import backends, fmt, parse
+from _common import Case, Prepare, Row, Run, backends, fmt, measure, parse
 
 from reactcore import (
     AssistantMessage,
@@ -72,9 +69,6 @@ from reactcore.testing import (
     serve_openai_compatible,
 )
 
-Run = Callable[[], Awaitable[None]]
-Prepare = Callable[[], Run]  # builds, outside the timing, one run to time
-
 MODEL = "bench-model"
 API_KEY = "sk-bench"
 
@@ -89,70 +83,6 @@ class Plan:
 
 FULL = Plan(turns=200, requests=200, sse_chunks=20_000, repeat=5)
 QUICK = Plan(turns=50, requests=50, sse_chunks=2_000, repeat=3)
-
-
-# --- measuring: one helper for every section ---------------------------------------------
-
-
-@attrs.frozen
-class Case:
-    """One thing to time: ``n`` operations per run, compared with the case ``baseline``."""
-
-    name: str
-    n: int
-    prepare: Prepare
-    baseline: str | None = None
-
-
-@attrs.frozen
-class Row:
-    section: str
-    backend: str
-    case: str
-    n: int
-    median_s: float
-    baseline: str | None = None
-    ratio: float | None = None
-
-    @property
-    def us_per_op(self) -> float:
-        return self.median_s / self.n * 1e6
-
-    @property
-    def ops_per_s(self) -> float:
-        return self.n / self.median_s
-
-
-async def _time(prepare: Prepare) -> float:
-    run = prepare()
-    gc.collect()
-    start = time.perf_counter()
-    await run()
-    return time.perf_counter() - start
-
-
-async def measure(section: str, backend: str, cases: Sequence[Case], repeat: int) -> list[Row]:
-    """Medians of every case, after one warm-up run each; repeats interleaved, so drift
-    hits every case alike."""
-    for case in cases:
-        await _time(case.prepare)
-    samples: dict[str, list[float]] = {case.name: [] for case in cases}
-    for _ in range(repeat):
-        for case in cases:
-            samples[case.name].append(await _time(case.prepare))
-    medians = {name: statistics.median(s) for name, s in samples.items()}
-    return [
-        Row(
-            section,
-            backend,
-            case.name,
-            case.n,
-            medians[case.name],
-            case.baseline,
-            medians[case.name] / medians[case.baseline] if case.baseline else None,
-        )
-        for case in cases
-    ]
 
 
 def repeated(n: int, once: Run) -> Prepare:

@@ -27,6 +27,8 @@ from ._events import RunFailed as RunFailed
 from ._events import RunFinished as RunFinished
 from ._events import RunInterrupted as RunInterrupted
 from ._events import StateUpdated as StateUpdated
+from ._events import SubagentCall as SubagentCall
+from ._events import SubagentEvent as SubagentEvent
 from ._events import ToolCallCancelled as ToolCallCancelled
 from ._events import ToolCallFinished as ToolCallFinished
 from ._events import ToolCallStarted as ToolCallStarted
@@ -43,6 +45,7 @@ from ._exceptions import ModelStreamError as ModelStreamError
 from ._exceptions import ModelTimeoutError as ModelTimeoutError
 from ._exceptions import ModelTruncatedError as ModelTruncatedError
 from ._exceptions import OutputParseError as OutputParseError
+from ._exceptions import PIIDetectedError as PIIDetectedError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import ReportedError as ReportedError
 from ._exceptions import RunCancelled as RunCancelled
@@ -61,6 +64,7 @@ from ._interceptors import ToolCallResponse as ToolCallResponse
 from ._interceptors import ToolHandler as ToolHandler
 from ._interceptors import ToolInterceptor as ToolInterceptor
 from ._llm_node import AgentLlmNode as AgentLlmNode
+from ._llm_node import next_request as next_request
 from ._messages import AssistantMessage as AssistantMessage
 from ._messages import AudioPart as AudioPart
 from ._messages import ContentPart as ContentPart
@@ -85,6 +89,11 @@ from ._shapes import to_json as to_json
 from ._state import KeyStrategy as KeyStrategy
 from ._state import OverAllState as OverAllState
 from ._state import Remove as Remove
+from ._state import ReplaceAll as ReplaceAll
+from ._tiktoken import TiktokenCounter as TiktokenCounter
+from ._tokens import ApproximateTokenCounter as ApproximateTokenCounter
+from ._tokens import TokenCounter as TokenCounter
+from ._tokens import count_tokens as count_tokens
 from ._tool_node import AgentToolNode as AgentToolNode
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
@@ -93,8 +102,12 @@ from ._tools import tool as tool
 from ._toolset import Toolset as Toolset
 from .hooks import ApprovalPolicy as ApprovalPolicy
 from .hooks import HumanInTheLoopHook as HumanInTheLoopHook
+from .hooks import LargeResultEviction as LargeResultEviction
 from .hooks import ModelCallLimitHook as ModelCallLimitHook
+from .hooks import PIIRedactionHook as PIIRedactionHook
+from .hooks import SummarizationHook as SummarizationHook
 from .hooks import ToolCallLimitHook as ToolCallLimitHook
+from .interceptors import ContextEditingInterceptor as ContextEditingInterceptor
 from .interceptors import ModelFallbackInterceptor as ModelFallbackInterceptor
 from .interceptors import ModelRetryInterceptor as ModelRetryInterceptor
 from .interceptors import ToolRetryInterceptor as ToolRetryInterceptor
@@ -122,6 +135,7 @@ __all__ = [
     "AnthropicModel",
     "ApprovalPolicy",
     "Approve",
+    "ApproximateTokenCounter",
     "AssistantMessage",
     "AudioPart",
     "CallLimitExceeded",
@@ -130,6 +144,7 @@ __all__ = [
     "Checkpoint",
     "ChunkAssembler",
     "ContentPart",
+    "ContextEditingInterceptor",
     "DefaultToolExceptionProcessor",
     "Edit",
     "Event",
@@ -142,6 +157,7 @@ __all__ = [
     "ImagePart",
     "Interrupt",
     "KeyStrategy",
+    "LargeResultEviction",
     "LeaseLost",
     "LeasingSaver",
     "MCPError",
@@ -168,10 +184,13 @@ __all__ = [
     "OpenAIChatModel",
     "OutputParseError",
     "OverAllState",
+    "PIIDetectedError",
+    "PIIRedactionHook",
     "ReactAgent",
     "ReactcoreError",
     "Reject",
     "Remove",
+    "ReplaceAll",
     "ReportedError",
     "Resume",
     "RunCancelled",
@@ -185,10 +204,15 @@ __all__ = [
     "SaverUnavailable",
     "SqliteSaver",
     "StateUpdated",
+    "SubagentCall",
+    "SubagentEvent",
+    "SummarizationHook",
     "SystemMessage",
     "TextPart",
     "ThreadBusy",
     "ThreadInfo",
+    "TiktokenCounter",
+    "TokenCounter",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
@@ -215,12 +239,14 @@ __all__ = [
     "UserMessage",
     "check_cancelled",
     "check_thread_id",
+    "count_tokens",
     "dump_checkpoint",
     "event_from_json",
     "infer_model",
     "load_checkpoint",
     "messages_from_wire",
     "messages_to_wire",
+    "next_request",
     "part_from_bytes",
     "to_json",
     "tool",

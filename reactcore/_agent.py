@@ -42,6 +42,8 @@ from ._output import OUTPUT_MODES, OutputMode, final_answer_tool, parse_output, 
 from ._result import AgentResult
 from ._run import AgentRun, EventStream
 from ._state import MESSAGES, KeyStrategy, OverAllState
+from ._subagent import subagent_tool
+from ._tokens import COUNTER, ApproximateTokenCounter, TokenCounter
 from ._tool_node import LIMITER, AgentToolNode, ToolResolver
 from ._tools import Tool, index_tools
 from ._toolset import Toolset, chain_resolvers
@@ -202,6 +204,9 @@ class ReactAgent:
         default=256, kw_only=True, validator=valid.integer(minimum=1)
     )
     tracer_provider: Any = attrs.field(default=None, kw_only=True, validator=TRACER_PROVIDER)
+    token_counter: TokenCounter = attrs.field(
+        factory=ApproximateTokenCounter, kw_only=True, validator=COUNTER
+    )
 
     _hooks: list[Hook] = attrs.field(init=False)
     _strategies: dict[str, KeyStrategy] = attrs.field(init=False)
@@ -307,6 +312,33 @@ class ReactAgent:
     def key_strategies(self) -> dict[str, KeyStrategy]:
         """The state keys with a strategy of their own (from hooks and ``output_key``)."""
         return dict(self._strategies)
+
+    def as_tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input: type | None = None,
+        timeout: float | None = None,
+    ) -> Tool:
+        """This agent as a tool of another agent (a subagent): each call runs it, inside
+        the call, and answers with its final output (its text, or its structured output
+        as JSON). See ``docs/subagents.md``.
+
+        ``name`` defaults to the agent's name, ``description`` to a sentence naming it.
+        ``input`` is what the tool takes: by default one ``input`` string, the task the
+        calling model writes; or a class with fields (an attrs class, a dataclass, a
+        ``TypedDict``, a pydantic model), whose fields the calling model fills in and
+        whose JSON is the child's first message. ``timeout`` (seconds) bounds each run,
+        instead of the calling agent's ``tool_execution_timeout``.
+
+        The child run lives in the call's cancel scope (``cancel_tool``, the parent's
+        cancellation and the timeout stop it and its tools); its events reach the
+        parent's stream as ``SubagentEvent``; its usage adds to the parent's; with a
+        saver it checkpoints under a thread derived from the parent's, so resuming the
+        parent resumes it; its pauses for approval pause the parent.
+        """
+        return subagent_tool(self, name=name, description=description, input=input, timeout=timeout)
 
     async def invoke(
         self, input: AgentInput | Resume | None, config: RunnableConfig | None = None

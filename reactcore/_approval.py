@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import attrs
@@ -64,3 +64,31 @@ class Interrupt:
     """Why a run paused: the tool calls waiting for a decision, in call order."""
 
     calls: tuple[ToolCall, ...]
+
+
+SCOPE = "/"
+"""Between a call's id and the id of a call it paused for (``ToolCallResponse.interrupt``):
+``c1/a1`` is call ``a1`` of the subagent that call ``c1`` runs."""
+
+
+def scoped(call_id: str, inner: ToolCall) -> ToolCall:
+    """``inner``, waiting inside call ``call_id``, as the run above lists it."""
+    return attrs.evolve(inner, id=f"{call_id}{SCOPE}{inner.id}")
+
+
+def outer_call(call_id: str, own: Collection[str]) -> str | None:
+    """The call of ``own`` that ``call_id`` waits inside (``c1`` for ``c1/a1``), or
+    ``None``; the longest such id, should one call's id hold the separator itself."""
+    found = [o for o in own if call_id.startswith(f"{o}{SCOPE}")]
+    return max(found, key=len) if found else None
+
+
+def unscoped(decisions: Mapping[str, Decision], own: Collection[str]) -> dict[str, Resume]:
+    """The decisions for calls waiting inside the calls ``own`` (``c1/a1``), as a ``Resume``
+    per call (``{"c1": Resume({"a1": ...})}``); the decisions for ``own`` are left out."""
+    found: dict[str, dict[str, Decision]] = {}
+    for call_id, decision in decisions.items():
+        outer = None if call_id in own else outer_call(call_id, own)
+        if outer is not None:
+            found.setdefault(outer, {})[call_id.removeprefix(f"{outer}{SCOPE}")] = decision
+    return {outer: Resume(inner) for outer, inner in found.items()}

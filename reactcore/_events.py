@@ -8,6 +8,8 @@ is written; a cancelled or timed-out call sends ``ToolCallCancelled`` /
 ``ToolCallTimedOut`` instead of ``ToolCallFinished``; a retried model call sends
 ``ModelCallRetried`` after the failed attempt's ``ModelDelta``s and before the next
 attempt's; the stream ends after ``RunFinished``, ``RunFailed`` or ``RunInterrupted``.
+A subagent's events (``SubagentEvent``) come between the ``ToolCallStarted`` and the end
+event of the tool call that runs it, in the order the subagent sent them.
 """
 
 from __future__ import annotations
@@ -25,9 +27,15 @@ if TYPE_CHECKING:
 
 @attrs.frozen
 class ModelCallStarted:
-    """The model is being asked; ``iteration`` counts from 0 within the run."""
+    """The model is being asked; ``iteration`` counts from 0 within the run.
+
+    ``purpose`` is ``"agent"`` for the loop's own turns; a call a hook makes on the run's
+    behalf says what it is for (``"summary"``: ``SummarizationHook``), with the
+    ``iteration`` of the turn it comes before.
+    """
 
     iteration: int
+    purpose: str = "agent"
 
 
 @attrs.frozen
@@ -55,10 +63,11 @@ class ModelCallRetried:
 
 @attrs.frozen
 class ModelCallFinished:
-    """The model answered with ``message``."""
+    """The model answered with ``message``; ``purpose`` as in ``ModelCallStarted``."""
 
     message: AssistantMessage
     usage: Usage | None = None
+    purpose: str = "agent"
 
 
 @attrs.frozen
@@ -129,6 +138,27 @@ class RunInterrupted:
     result: Any = attrs.field(default=None, eq=False, repr=False)
 
 
+@attrs.frozen
+class SubagentCall:
+    """One level of a ``SubagentEvent``'s path: the tool call ``call_id`` of the run above
+    ran the agent ``agent`` as its run ``run_id``."""
+
+    call_id: str
+    agent: str
+    run_id: str
+
+
+@attrs.frozen
+class SubagentEvent:
+    """An event of a subagent's run (``agent.as_tool()``), passed up to the run that
+    called it: ``event`` as the subagent sent it, never itself a ``SubagentEvent``, and
+    ``path``, from the outermost call down to the run that sent it (one ``SubagentCall``
+    per level: a subagent's subagent has two)."""
+
+    path: tuple[SubagentCall, ...]
+    event: Event
+
+
 Event = (
     ModelCallStarted
     | ModelDelta
@@ -142,5 +172,6 @@ Event = (
     | RunFinished
     | RunFailed
     | RunInterrupted
+    | SubagentEvent
 )
 TERMINAL = (RunFinished, RunFailed, RunInterrupted)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import attrs
 
 from . import _validate as valid
+from ._approval import Interrupt
 from ._config import RunnableConfig
 from ._messages import PART_TYPES, ContentPart, ToolCall
 from ._state import OverAllState
@@ -53,6 +54,12 @@ class ToolCallResponse:
 
     ``data`` is what the tool gave beyond the text, kept for callers (never sent to the
     model): an MCP tool's whole result, for instance.
+
+    ``interrupt``: the call has not ended; it waits for a human to decide on these calls
+    (a subagent paused for approval, say). The run pauses with them among its
+    ``result.interrupt.calls``, their ids scoped under this call's (``<call id>/<id>``);
+    the call then runs again when the run is resumed, and ``ToolContext.decisions``
+    holds the decisions for it. The text is not shown to the model, nor are updates kept.
     """
 
     text: str = attrs.field(validator=valid.text())
@@ -62,6 +69,16 @@ class ToolCallResponse:
     )
     parts: tuple[ContentPart, ...] = attrs.field(default=(), validator=_PARTS)
     data: Any = attrs.field(default=None, eq=False, repr=False)
+    interrupt: Interrupt | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=valid.satisfies(
+            "an Interrupt",
+            Interrupt,
+            limits=[(lambda v: bool(v.calls), "must hold at least one call")],
+            optional=True,
+        ),
+    )
 
 
 ToolHandler = Callable[[ToolCallRequest], Awaitable[ToolCallResponse]]

@@ -20,6 +20,7 @@ import attrs
 
 from . import _validate as valid
 from ._config import RunnableConfig
+from ._events import ModelCallFinished, ModelCallStarted
 from ._interceptors import ModelHandler, ModelInterceptor, chain_model_interceptors
 from ._logging import get_logger
 from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
@@ -27,6 +28,7 @@ from ._result import TOKEN_USAGE
 from ._run_context import DYNAMIC_TOOLS, dynamic_tools
 from ._schema import json_schema
 from ._state import MESSAGES, OverAllState
+from ._tokens import record_call
 from ._tools import TOOLS, Tool, ToolNameClash, index_tools, name_clash
 from ._tracing import Tracer, current, model_trace
 from .models._infer import as_chat_model
@@ -46,6 +48,10 @@ INSTRUCTION = "_INSTRUCTION_"
 STREAM = "_stream_"
 CHUNK_LISTENER = "_chunk_listener_"
 RUN_ID = "run_id"
+MODEL_NODE = "_model_node_"
+"""The key, in a run's context, of the agent's ``AgentLlmNode`` (the loop sets it)."""
+EMIT = "_emit_"
+"""The key, in a run's context, of the function sending the run's events (the loop sets it)."""
 
 ChunkListener = Callable[[ModelChunk], Awaitable[None]]
 
@@ -274,6 +280,7 @@ class AgentLlmNode:
             response = ModelResponse(AssistantMessage(f"Exception: {exc}"))
         finally:
             _SENT.set(previous)
+        record_call(config.context, sent.request or request, response.usage)
         response = attrs.evolve(response, message=self._entering(response.message, request, sent))
         if self.enable_reasoning_log:
             log.info(
@@ -383,3 +390,50 @@ class AgentLlmNode:
         # fallbacks happened around it); the tool node runs only these tools.
         message = attrs.evolve(response.message, visible_tools=visible_names(request))
         return attrs.evolve(response, message=message)
+
+
+def next_request(state: Mapping[str, Any], config: RunnableConfig) -> ModelRequest:
+    """The request the agent's model node would build from ``state`` now, before the
+    model interceptors: the system prompt, the instruction, the conversation and the
+    agent's tools. What a hook counts: ``count_tokens(next_request(state, config))``.
+
+    Outside a run of an agent (a hook called on its own), the state's messages alone.
+    """
+    node: AgentLlmNode | None = config.context.get(MODEL_NODE)
+    if node is None:
+        return ModelRequest(state.get(MESSAGES) or (), context=config.context)
+    whole = state if isinstance(state, OverAllState) else OverAllState(state)
+    return node.build_request(whole, config, {})
+
+
+async def side_call(
+    request: ModelRequest, config: RunnableConfig, model: ChatModel | None = None
+) -> ModelResponse:
+    """A model call made on the run's behalf that is not a turn of the loop (a summary):
+    ``request`` answered whole by ``model`` (default: the agent's), in a span of its own,
+    between a ``ModelCallStarted`` and a ``ModelCallFinished`` carrying
+    ``request.purpose`` and the iteration of the turn it comes before. It goes through no
+    interceptor and is not counted in ``model_calls``. Raises what the model raises (no
+    ``ModelCallFinished`` then); ``ValueError`` with no model to ask.
+    """
+    context = config.context
+    node: AgentLlmNode | None = context.get(MODEL_NODE)
+    chosen = model if model is not None else node.model if node is not None else None
+    if chosen is None:
+        raise ValueError("no model to ask: pass one (outside a run there is no agent's model)")
+    emit: Callable[[Any], Awaitable[None]] | None = context.get(EMIT)
+    iteration = context.get(MODEL_ITERATION, -1) + 1
+    if emit is not None:
+        await emit(ModelCallStarted(iteration, request.purpose))
+    tracer = current.get()
+    if tracer is None:
+        response = await chosen.call(request)
+    else:
+        agent = node.agent_name if node is not None else "agent"
+        with tracer.model_call(agent, chosen, request) as trace:
+            trace.sending(chosen, request)
+            response = await chosen.call(request)
+            trace.answered(response)
+    if emit is not None:
+        await emit(ModelCallFinished(response.message, response.usage, request.purpose))
+    return response

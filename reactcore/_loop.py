@@ -16,7 +16,18 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from ._approval import Edit, Interrupt, Reject, Resume
+from ._approval import (
+    SCOPE,
+    Decision,
+    Edit,
+    Interrupt,
+    Reject,
+    Resume,
+    outer_call,
+    scoped,
+    unscoped,
+)
+from ._batch import PAUSED, RETURN_DIRECT, has_pending_updates, paused_by, pending_calls
 from ._checkpoint import Checkpoint, NextStep, Saver
 from ._config import RunnableConfig
 from ._events import (
@@ -32,7 +43,7 @@ from ._events import (
 )
 from ._exceptions import MaxIterationsExceeded, OutputParseError
 from ._hooks import HookOutcome, JumpTarget, Position, run_hooks
-from ._llm_node import CHUNK_LISTENER, MODEL_ITERATION, RUN_ID
+from ._llm_node import CHUNK_LISTENER, EMIT, MODEL_ITERATION, MODEL_NODE, RUN_ID
 from ._messages import (
     AssistantMessage,
     Message,
@@ -44,16 +55,12 @@ from ._messages import (
 from ._output import FINAL_ANSWER, parse_output, retry_message, take_final_answer
 from ._result import TOKEN_USAGE, AgentResult
 from ._run import AgentRun
+from ._run_context import CALLER, Caller
 from ._scheduler import Job, Status
 from ._state import MESSAGES, OverAllState
-from ._tool_node import (
-    CALL_OBSERVER,
-    CALL_RESOLVER,
-    RETURN_DIRECT,
-    has_pending_updates,
-    pending_calls,
-)
-from ._tools import Tool
+from ._tokens import TOKEN_COUNTER
+from ._tool_node import CALL_OBSERVER, CALL_RESOLVER
+from ._tools import TOOL_DECISIONS, Tool
 from .models.base import LENGTH, RETRY_LISTENER, ModelChunk, Usage
 
 if TYPE_CHECKING:
@@ -188,9 +195,23 @@ def apply_decisions(
         )
     assistant, partial = pending_calls(state)
     calls = {c.id: c for c in assistant.tool_calls}
+    # Decisions for calls waiting inside a call (a subagent's: ``c1/a1``) go to that call
+    # when it runs again (``ToolContext.decisions``); every call that paused runs again.
+    inner = unscoped(resume.decisions, calls)
+    inside: dict[str, list[ToolCall]] = {}
+    for c in waiting:
+        outer = None if c.id in calls else outer_call(c.id, calls)
+        if outer is not None:
+            inner.setdefault(outer, Resume({}))
+            unscoped_id = c.id.removeprefix(f"{outer}{SCOPE}")
+            inside.setdefault(outer, []).append(attrs.evolve(c, id=unscoped_id))
+    for outer, decisions in inner.items():
+        _check_inner(agent, assistant, calls[outer], inside.get(outer, []), decisions, config)
+    config.context[TOOL_DECISIONS] = inner
+    own: dict[str, Decision] = {k: v for k, v in resume.decisions.items() if k in calls}
     rejected: list[ToolResponse] = []
     approved = list(state.get(APPROVED) or [])
-    for call_id, decision in resume.decisions.items():
+    for call_id, decision in own.items():
         call = calls[call_id]
         if isinstance(decision, Reject):
             rejected.append(ToolResponse(call.id, call.name, decision.message, is_error=True))
@@ -214,6 +235,25 @@ def apply_decisions(
             messages.append(answer)
     data = {**state.data, MESSAGES: messages, APPROVED: approved}
     return OverAllState(data, state.key_strategies)
+
+
+def _check_inner(
+    agent: ReactAgent,
+    assistant: AssistantMessage,
+    call: ToolCall,
+    inside: Sequence[ToolCall],
+    decisions: Resume,
+    config: RunnableConfig,
+) -> None:
+    """Check the decisions for the calls waiting inside ``call`` (``inside``, their own
+    ids) where its tool can (``check_decisions``, as a subagent's tool has): a bad edit is
+    a ``ValueError`` now, while the run is still paused, not an error the model reads
+    later."""
+    node = agent.tool_node
+    tool = node.resolve(call.name, config, assistant.visible_tools) if node else None
+    check = getattr(tool.func, "check_decisions", None) if tool is not None else None
+    if callable(check):
+        check(inside, decisions, config)
 
 
 def _edited(
@@ -253,6 +293,8 @@ class _CallEvents:
     ) -> None:
         run = self.loop.run
         run.track(call.id, None)
+        if paused_by(job) is not None:
+            return  # no answer and no end event: the leg ends with RunInterrupted
 
         def now() -> OverAllState:
             return self.base.merge(partial())
@@ -301,6 +343,10 @@ class Loop:
         context[RETRY_LISTENER] = self._on_retry
         context[RUN_ID] = self.run.run_id
         context[CALL_RESOLVER] = self.resolve_calls
+        context[MODEL_NODE] = self.agent.llm_node
+        context[EMIT] = self.run.emit
+        context[TOKEN_COUNTER] = self.agent.token_counter
+        context[CALLER] = Caller(self.run, self.agent.saver)
         state, step = start.state, start.step
         self.model_calls = start.model_calls
         self.run.state = state
@@ -317,7 +363,9 @@ class Loop:
                 if outcome.jump is not None:
                     step = outcome.jump
                     continue
-                state, step = await self.act(state)
+                state, step, paused = await self.act(state)
+                if paused:
+                    return await self.interrupted(state, paused)
             else:
                 state, step = await self.think(state)
             if step != "end":
@@ -393,23 +441,31 @@ class Loop:
             raise error
         self.output_retries += 1
 
-    async def act(self, state: OverAllState) -> tuple[OverAllState, JumpTarget]:
-        """The tool step: the pending calls of the last answer; where to go next."""
+    async def act(
+        self, state: OverAllState
+    ) -> tuple[OverAllState, JumpTarget, tuple[ToolCall, ...]]:
+        """The tool step: the pending calls of the last answer; where to go next, and the
+        calls to pause the run for, when some call paused it (a subagent's approval)."""
         node = self.agent.tool_node
         messages: Sequence[Message] = state.get(MESSAGES) or ()
         unfinished = bool(messages) and has_pending_updates(messages[-1])
         if node is None or not (unanswered(state) or unfinished):
-            return state, "model"
-        self.config.context[CALL_OBSERVER] = _CallEvents(self, state)
+            return state, "model", ()
+        context = self.config.context
+        context[CALL_OBSERVER] = _CallEvents(self, state)
         try:
             update = await node(state, self.config)
         finally:
-            del self.config.context[CALL_OBSERVER]
-        if state.get(APPROVED):
-            update[APPROVED] = []  # approvals are for this batch only
+            del context[CALL_OBSERVER]
+            context.pop(TOOL_DECISIONS, None)  # the decisions were for this batch's calls
+        paused: Mapping[str, Interrupt] = update.pop(PAUSED, {})
+        if approved := state.get(APPROVED):
+            # Approvals are for this batch only; a call that paused is still in it.
+            update[APPROVED] = [i for i in approved if i in paused]
         state = self.updated(state, update)
         await self.run.emit(StateUpdated("tools", tuple(update)))
-        return state, "end" if returned_direct(state) else "model"
+        waiting = tuple(scoped(i, c) for i, interrupt in paused.items() for c in interrupt.calls)
+        return state, "end" if returned_direct(state) else "model", waiting
 
     def updated(self, state: OverAllState, update: Mapping[str, Any]) -> OverAllState:
         state = state.merge(update)

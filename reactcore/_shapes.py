@@ -10,7 +10,9 @@ fields::
 
 Messages are written as in checkpoints (tagged on ``"type"``: ``system``, ``user``,
 ``assistant``, ``tool``), ``Usage`` and ``ToolCallDelta`` as their fields, tuples as
-arrays. ``RunFailed`` carries its error as ``{"type": <exception class name>, "message":
+arrays. A ``SubagentEvent`` holds the subagent's event in this same form, under
+``"event"``, and its ``path`` as a list of ``{"call_id", "agent", "run_id"}``.
+``RunFailed`` carries its error as ``{"type": <exception class name>, "message":
 <str(error)>}``; read back, it is a ``ReportedError`` with that ``type_name``. An
 ``AgentResult`` is::
 
@@ -54,6 +56,8 @@ from ._events import (
     RunFinished,
     RunInterrupted,
     StateUpdated,
+    SubagentCall,
+    SubagentEvent,
     ToolCallCancelled,
     ToolCallFinished,
     ToolCallStarted,
@@ -80,6 +84,7 @@ EVENT_TYPES: tuple[type[Any], ...] = (
     RunFinished,
     RunFailed,
     RunInterrupted,
+    SubagentEvent,
 )
 """Every event with a JSON form, in the order a run sends them. A new event type is
 added here, and nowhere else: its tag is its class name in snake_case (``event_tag``)."""
@@ -222,6 +227,22 @@ def _structure_interrupted(value: Any, _: Any) -> RunInterrupted:
     return RunInterrupted(document.calls, document.result)
 
 
+@attrs.frozen
+class _SubagentDocument:
+    path: tuple[SubagentCall, ...]
+    event: dict[str, Any]
+
+
+def _unstructure_subagent(event: SubagentEvent) -> Any:
+    inner = converter.unstructure(event.event, _AnyEvent)
+    return converter.unstructure(_SubagentDocument(event.path, inner))
+
+
+def _structure_subagent(value: Any, _: Any) -> SubagentEvent:
+    document = converter.structure(value, _SubagentDocument)
+    return SubagentEvent(document.path, converter.structure(document.event, _AnyEvent))
+
+
 def _is(cls: type[Any]) -> Callable[[Any], bool]:
     return lambda tp: tp is cls
 
@@ -230,6 +251,7 @@ for _event, _unstructure, _structure in (
     (RunFailed, _unstructure_failed, _structure_failed),
     (RunFinished, _unstructure_finished, _structure_finished),
     (RunInterrupted, _unstructure_interrupted, _structure_interrupted),
+    (SubagentEvent, _unstructure_subagent, _structure_subagent),
 ):
     # By predicate: registering an attrs class resolves its annotations, and these name
     # ``AgentResult``, which ``_events`` imports only for type checking.

@@ -5,18 +5,22 @@ The strategies follow the seed:
 - ``REPLACE`` (any key without a strategy): the new value.
 - ``APPEND`` (``messages`` unless told otherwise): ``None`` keeps the old value; a list is
   concatenated, a single value appended; a ``Remove(x)`` in the update removes the first
-  element equal to ``x``; an old value that is not a list is replaced by the new list.
+  element equal to ``x``; a ``ReplaceAll(values)`` makes the list ``values``, dropping
+  what was there (what follows it in the update is appended to it as usual); an old value
+  that is not a list is replaced by the new list.
 - ``MERGE``: a shallow dict merge, new keys win; anything but dicts is a ``TypeError``.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 import attrs
+
+from . import _validate as valid
 
 MESSAGES = "messages"
 
@@ -36,6 +40,24 @@ class Remove:
     target: Any
 
 
+def _to_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value  # anything else: checked below
+
+
+@attrs.frozen
+class ReplaceAll:
+    """In an ``APPEND`` update: the list becomes ``values``, whatever it held.
+
+    How a hook rewrites history (a summary in place of older messages) through the key's
+    strategy, so the state, the checkpoint written after the step and a resumed run all
+    see the same list. Items after it in the same update are appended to ``values``.
+    """
+
+    values: tuple[Any, ...] = attrs.field(
+        converter=_to_tuple, validator=valid.instance_of(tuple, "a list or a tuple")
+    )
+
+
 def _as_list(value: Any) -> list[Any]:
     if isinstance(value, list | tuple):
         return list(value)
@@ -47,7 +69,9 @@ def _append(old: Any, new: Any) -> Any:
         return old
     result = list(old) if isinstance(old, list | tuple) else []
     for item in _as_list(new):
-        if isinstance(item, Remove):
+        if isinstance(item, ReplaceAll):
+            result = list(item.values)
+        elif isinstance(item, Remove):
             for i, present in enumerate(result):
                 if present == item.target:
                     del result[i]
@@ -90,6 +114,39 @@ def combine(strategy: KeyStrategy, key: str, first: Any, second: Any) -> Any:
             return first
         return _as_list(first) + _as_list(second)
     return apply(strategy, key, first, second)
+
+
+def rewrite(old: Sequence[Any], new: Sequence[Any]) -> list[Any]:
+    """An ``APPEND`` update that turns the list ``old`` into ``new`` (a hook replacing
+    messages, say): a ``Remove`` of each element from the first one that changes, then
+    the new elements from there.
+
+    A ``Remove`` takes out the first equal element, so the cut starts early enough that
+    no element it removes has an equal one before the cut (which would go instead).
+    """
+    start = next(
+        (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a is not b and a != b),
+        min(len(old), len(new)),
+    )
+    first = _first_indexes(old)
+    while start < len(old):
+        earliest = min(first(x) for x in old[start:])
+        if earliest >= start:
+            break
+        start = earliest
+    return [*(Remove(x) for x in old[start:]), *new[start:]]
+
+
+def _first_indexes(items: Sequence[Any]) -> Callable[[Any], int]:
+    """The index of the first element of ``items`` equal to a given one, by hash when
+    the elements have one."""
+    index: dict[Any, int] = {}
+    try:
+        for i, item in enumerate(items):
+            index.setdefault(item, i)
+    except TypeError:  # an unhashable element: the list's own search
+        return list(items).index
+    return index.__getitem__
 
 
 def frozen_mapping(data: Mapping[str, Any]) -> Mapping[str, Any]:

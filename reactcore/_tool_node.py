@@ -10,6 +10,10 @@ Only tools the model was shown may run: the assistant message records them
 (``visible_tools``) and a call of a tool the node knows but the model was not shown is
 answered "not available" without running anything (see ``AgentToolNode.resolve``). Each
 call needs its own id; tool names are unique.
+
+A call may pause the run rather than answer (``ToolCallResponse.interrupt``): the update
+then answers only the calls that ended, keeps their state updates aside, and maps each
+call that paused to what it waits for under ``_paused_calls_`` (see ``_batch``).
 """
 
 from __future__ import annotations
@@ -19,15 +23,16 @@ import functools
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import attrs
 
 from . import _validate as valid
+from ._batch import PENDING_UPDATES, Batch, has_pending_updates, pending_calls, trace_exception
 from ._config import RunnableConfig
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
-from ._exceptions import ToolArgumentError
+from ._exceptions import PIIDetectedError, ToolArgumentError
 from ._interceptors import (
     ToolCallRequest,
     ToolCallResponse,
@@ -36,21 +41,19 @@ from ._interceptors import (
     chain_tool_interceptors,
 )
 from ._logging import get_logger
-from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
+from ._messages import AssistantMessage, ToolCall, ToolResponse
 from ._run_context import dynamic_tools
 from ._scheduler import Job, Status, run_parallel, run_sequential
 from ._serde import tool_output
-from ._state import MESSAGES, OverAllState, Remove, frozen_mapping
+from ._state import OverAllState, frozen_mapping
 from ._threads import ThreadBudget, run_in_thread
 from ._tools import TOOLS, Tool, ToolContext, index_tools
-from ._tracing import ToolTrace, Tracer, current
+from ._tracing import current
 
 CALL_OBSERVER = "_call_observer_"
 # In a run's context: the run's resolution of an assistant message's calls (set by the
 # loop), so the hooks deciding on calls and the node running them see the same tools.
 CALL_RESOLVER = "_call_resolver_"
-RETURN_DIRECT = "return_direct"
-PENDING_UPDATES = "_pending_updates_"
 ToolResolver = Callable[[str], Tool | None]
 
 
@@ -109,27 +112,6 @@ def _call_fields(request: ToolCallRequest | None) -> dict[str, Any]:
     return {} if request is None else {"call_id": request.call.id, "tool": request.call.name}
 
 
-def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolResponseMessage | None]:
-    """The assistant message whose calls the node must answer, and the partial answer so far.
-
-    ``ValueError`` names what was found when the last message is neither.
-    """
-    messages: Sequence[Any] = state.get(MESSAGES) or ()
-    last = messages[-1] if messages else None
-    if isinstance(last, AssistantMessage) and last.tool_calls:
-        return last, None
-    if isinstance(last, ToolResponseMessage) and len(messages) >= 2:
-        before = messages[-2]
-        ids = {c.id for c in getattr(before, "tool_calls", ())}
-        if ids and all(r.id in ids for r in last.responses):
-            return before, last
-    found = "no messages" if last is None else f"a {type(last).__name__} last"
-    raise ValueError(
-        "AgentToolNode needs the last message to be an AssistantMessage with tool calls, or "
-        f"a ToolResponseMessage answering some of them; found {found}"
-    )
-
-
 def _refuse_shared_ids(assistant: AssistantMessage) -> None:
     """``ValueError`` when two calls of ``assistant`` share an id: each call must get
     exactly one answer (the LLM node re-keys such ids as a model's answer enters)."""
@@ -165,123 +147,6 @@ def resolved_names(assistant: AssistantMessage, config: RunnableConfig) -> dict[
         tool = found.get(c.name)
         names[c.id] = tool.name if tool is not None else c.name
     return names
-
-
-def has_pending_updates(message: Any) -> bool:
-    """Whether ``message`` is a partial answer whose calls' state updates wait to be applied."""
-    return isinstance(message, ToolResponseMessage) and PENDING_UPDATES in message.metadata
-
-
-class ToolCallObserver(Protocol):
-    """Told of each call of a batch as it starts and ends (the run handle is one).
-
-    ``call_started`` runs before the call's body starts, and ``job.cancel()`` from there on
-    stops the call (made while ``call_started`` still waits, the body never runs) until the
-    call has ended. ``call_ended`` gets the call's response and ``partial``, which builds
-    the node's update as it would be if the batch stopped now (see ``partial_update``).
-    """
-
-    async def call_started(self, call: ToolCall, job: Job) -> None: ...
-
-    async def call_ended(
-        self,
-        call: ToolCall,
-        response: ToolResponse,
-        job: Job,
-        partial: Callable[[], dict[str, Any]],
-    ) -> None: ...
-
-
-def _trace_exception(error: Exception) -> None:
-    tracer = current.get()
-    if tracer is not None:
-        tracer.exception(error)
-
-
-@attrs.define(eq=False)
-class _Batch:
-    """The calls answering one assistant message: what is done so far, and the update.
-
-    It is also the scheduler's job observer, so each response is recorded (and logged,
-    and reported to the run's observer) the moment its call ends.
-    """
-
-    node: AgentToolNode
-    state: OverAllState
-    assistant: AssistantMessage
-    previous: ToolResponseMessage | None
-    return_direct: bool
-    observer: ToolCallObserver | None
-    tools: Mapping[str, Tool | None] = attrs.field(factory=dict)
-    done: dict[str, ToolResponse] = attrs.field(factory=dict)
-    updates: dict[str, Mapping[str, Any]] = attrs.field(factory=dict)
-    tracer: Tracer | None = None
-    traces: dict[str, ToolTrace] = attrs.field(factory=dict)
-
-    def record(self, job: Job) -> ToolResponse:
-        call: ToolCall = job.key.call
-        response = self.node.response(job)
-        self.done[call.id] = response
-        if job.status is Status.DONE and not response.is_error and job.result.update:
-            self.updates[call.id] = job.result.update
-        return response
-
-    def _message(self, stash: bool) -> ToolResponseMessage:
-        calls = self.assistant.tool_calls
-        responses = [self.done[c.id] for c in calls if c.id in self.done]
-        metadata: dict[str, Any] = {"finish_reason": RETURN_DIRECT} if self.return_direct else {}
-        if stash and self.updates:
-            metadata[PENDING_UPDATES] = {i: dict(u) for i, u in self.updates.items()}
-        return ToolResponseMessage(responses, metadata)
-
-    def _replacing(self, message: ToolResponseMessage) -> list[Any]:
-        return [Remove(self.previous), message] if self.previous is not None else [message]
-
-    def partial_update(self) -> dict[str, Any]:
-        """The update if the batch stopped now: the answers so far, with the finished calls'
-        state updates kept aside in the message (``_pending_updates_``), not applied.
-
-        When the batch goes on later (resumed from a checkpoint), all the calls' updates
-        are then applied together in call order, exactly as if it had never stopped.
-        """
-        return {MESSAGES: self._replacing(self._message(stash=True))}
-
-    def abandon_traces(self) -> None:
-        """End the spans of calls that never ended (the batch was cancelled or failed)."""
-        for trace in self.traces.values():
-            trace.ended(None, None)
-        self.traces.clear()
-
-    def update(self) -> dict[str, Any]:
-        """The node's update: the answers, and every call's state updates in call order."""
-        calls = self.assistant.tool_calls
-        out = self.state.combine_updates(self.updates[c.id] for c in calls if c.id in self.updates)
-        extra = out.pop(MESSAGES, None)
-        messages = self._replacing(self._message(stash=False))
-        if extra is not None:
-            messages.extend(extra if isinstance(extra, list | tuple) else [extra])
-        out[MESSAGES] = messages
-        return out
-
-    async def job_started(self, job: Job) -> None:
-        call: ToolCall = job.key.call
-        if self.node.enable_acting_log:
-            log = self.node.log
-            log.info("tool_call_started", call_id=call.id, tool=call.name)
-            log.debug("tool_call_arguments", call_id=call.id, arguments=call.arguments)
-        if self.tracer is not None:
-            self.traces[call.id] = self.tracer.tool_call(self.node.agent_name, call, job.key.tool)
-        if self.observer is not None:
-            await self.observer.call_started(call, job)
-
-    async def job_ended(self, job: Job) -> None:
-        response = self.record(job)
-        self.node.log_end(job, response)
-        trace = self.traces.pop(job.key.call.id, None)
-        if trace is not None:
-            trace.ended(job, response)
-        if self.observer is not None:
-            await self.observer.call_ended(job.key.call, response, job, self.partial_update)
 
 
 @attrs.define(eq=False)
@@ -426,7 +291,7 @@ class AgentToolNode:
         # as the run resolved it for its hooks (approval and limits saw these tools).
         resolve = config.context.get(CALL_RESOLVER)
         found = resolve(assistant) if resolve is not None else self.resolve_calls(assistant, config)
-        batch = _Batch(
+        batch = Batch(
             self,
             state,
             assistant,
@@ -444,7 +309,7 @@ class AgentToolNode:
             # All answered: finish a batch that stopped with updates kept aside, else nothing.
             return batch.update() if has_pending_updates(previous) else {}
         await self._run(batch, missing, config)
-        return batch.update()
+        return batch.paused_update() if batch.paused else batch.update()
 
     def _not_available(
         self, call: ToolCall, config: RunnableConfig, visible: Sequence[str] | None
@@ -460,7 +325,7 @@ class AgentToolNode:
         text = f"Error: Tool not available: {call.name}. Available tools: {listed}"
         return ToolResponse(call.id, call.name, text, is_error=True)
 
-    async def _run(self, batch: _Batch, calls: Sequence[ToolCall], config: RunnableConfig) -> None:
+    async def _run(self, batch: Batch, calls: Sequence[ToolCall], config: RunnableConfig) -> None:
         parallel = self.parallel_tool_execution and len(calls) > 1
         invoke = self._threaded if parallel else self._inline
         # Without a log or a run to tell, calls are recorded after the batch: no two
@@ -539,16 +404,18 @@ class AgentToolNode:
 
     def _guarded(self, handler: ToolHandler) -> ToolHandler:
         """``handler`` wrapped in the one place where a call's errors become responses (or,
-        if the exception processor says so, raise)."""
+        if the exception processor says so, raise); a ``PIIDetectedError`` always raises."""
 
         async def call(request: ToolCallRequest) -> ToolCallResponse:
             try:
                 return await handler(request)
             except ToolArgumentError as exc:
-                _trace_exception(exc)
+                trace_exception(exc)
                 return ToolCallResponse(f"Error: {exc}", is_error=True)
+            except PIIDetectedError:
+                raise  # a guard's verdict on the call, not the tool's failure: the run ends
             except Exception as exc:
-                _trace_exception(exc)
+                trace_exception(exc)
                 self.log.warning(
                     "tool_call_failed",
                     call_id=request.call.id,

@@ -17,8 +17,8 @@ import json
 import re
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, overload
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, overload
 
 import anyio
 import anyio.from_thread
@@ -34,6 +34,17 @@ from ._messages import ToolCall
 from ._schema import json_schema, object_schema, type_name
 from ._serde import converter, describe_error
 from ._state import OverAllState
+
+if TYPE_CHECKING:
+    from ._approval import Resume
+    from .models.base import Usage
+
+USAGE_ADDED = "_usage_added_"
+"""In a call's update: model usage the call caused (``ToolContext.add_usage``), added to
+the run's usage when the batch's updates are applied (never a state key of its own)."""
+TOOL_DECISIONS = "_tool_decisions_"
+"""In a run's context: call id → the ``Resume`` for a call that paused the run (its
+``ToolCallResponse.interrupt``), while the batch that runs it again after the pause runs."""
 
 
 @attrs.define(eq=False)
@@ -59,6 +70,23 @@ class ToolContext:
             data = copy.deepcopy(dict(self._source.data))
             self._snapshot = OverAllState(data, self._source.key_strategies)
         return self._snapshot
+
+    @property
+    def decisions(self) -> Resume | None:
+        """The human's decisions for this call, when it runs again after it paused the run
+        (it answered with ``ToolCallResponse(interrupt=...)``): the ``Resume`` the caller
+        gave, restricted to this call's scoped ids and with the scope taken off (``Resume({})``
+        when the caller decided none of them); ``None`` otherwise."""
+        found: Mapping[str, Resume] = self.config.context.get(TOOL_DECISIONS) or {}
+        return found.get(self.call.id)
+
+    def add_usage(self, usage: Usage) -> None:
+        """Count ``usage`` (model calls this call caused: an agent it ran) in the run's
+        usage, once the call has ended; dropped with the rest of ``update`` if it fails."""
+        earlier = self.update.get(USAGE_ADDED)
+        total = usage if earlier is None else converter.structure(earlier, type(usage)) + usage
+        # Kept as JSON: a call's update may wait in a checkpoint (a batch cut short).
+        self.update[USAGE_ADDED] = converter.unstructure(total)
 
 
 def check_cancelled() -> None:
@@ -167,6 +195,24 @@ class _Signature:
     context_param: str | None
     args_cls: type | None
     structure: Callable[[Any, Any], Any] | None
+    # The parameter given the whole structured value (``of_type``), else each field its own.
+    whole: str | None = None
+
+    @classmethod
+    def of_type(cls, tp: Any, tool_name: str, param: str, context_param: str) -> _Signature:
+        """The model-visible parameters are the fields of ``tp`` (an attrs class, a
+        dataclass, a ``TypedDict``, a pydantic model); the function gets the structured
+        value as ``param``. ``TypeError`` for a type without fields."""
+        where = f"tool {tool_name!r}, input {type_name(tp)}"
+        _check_hint(tp, where)
+        schema = json_schema(tp)
+        if schema.get("type") != "object" or "properties" not in schema:
+            raise TypeError(
+                f"{where}: must be a class with fields (an attrs class, a dataclass, a "
+                "TypedDict or a pydantic model): its fields are the tool's parameters"
+            )
+        structure = converter.get_structure_hook(tp)
+        return cls(schema, (param,), context_param, tp, structure, whole=param)
 
     @classmethod
     def of(cls, func: Callable[..., Any], tool_name: str) -> _Signature:
@@ -306,6 +352,25 @@ class Tool:
             check=check,
         )
 
+    @classmethod
+    def from_input_type(
+        cls,
+        name: str,
+        description: str,
+        input_type: Any,
+        func: Callable[[Any, ToolContext], Awaitable[Any]],
+        *,
+        timeout: float | None = None,
+    ) -> Tool:
+        """A tool taking one value of ``input_type``, a class with fields (an attrs class,
+        a dataclass, a ``TypedDict``, a pydantic model): its fields are the parameters the
+        model sees, and the async ``func(value, context)`` gets the value structured (as
+        strictly as ``@tool``'s arguments) and the call's ``ToolContext``."""
+        check_tool_name(name)
+        _TIMEOUT.spec.check(f"tool {name!r}: timeout", timeout)
+        signature = _Signature.of_type(input_type, name, "value", "context")
+        return cls(name, description, signature.schema, func, True, timeout, signature=signature)
+
     @property
     def wants_context(self) -> bool:
         """Whether the function takes a ``ToolContext`` parameter."""
@@ -355,12 +420,15 @@ class Tool:
                 )
             return {}
         try:
-            kwargs: dict[str, Any] = vars(sig.structure(data, sig.args_cls)).copy()
+            value = sig.structure(data, sig.args_cls)
         except Exception as exc:
             raise ToolArgumentError(
                 f"invalid arguments for tool '{self.name}': {describe_error(exc, 'arguments')}",
                 tool_name=self.name,
             ) from exc
+        if sig.whole is not None:
+            return {sig.whole: value}
+        kwargs: dict[str, Any] = vars(value).copy()
         return kwargs
 
     def bind(self, kwargs: dict[str, Any], context: ToolContext | None) -> dict[str, Any]:

@@ -83,6 +83,7 @@ ERROR_TYPE = "error.type"
 RUN_ID = "reactcore.run.id"
 RUN_STATUS = "reactcore.run.status"
 MODEL_ATTEMPTS = "reactcore.model.attempts"
+MODEL_PURPOSE = "reactcore.model.purpose"
 TOOL_OUTCOME = "reactcore.tool.outcome"
 TOOL_DURATION = "reactcore.tool.duration"
 
@@ -302,6 +303,8 @@ class _ToolTrace:
         elif job.status is JobStatus.CANCELLED:
             span.set_attribute(TOOL_OUTCOME, "cancelled")
             _fail(span, "cancelled", "cancelled by the caller")
+        elif getattr(job.result, "interrupt", None) is not None:
+            span.set_attribute(TOOL_OUTCOME, "interrupted")  # it runs again on resume
         elif response.is_error:
             span.set_attribute(TOOL_OUTCOME, "error")
             _fail(span, self.error or "tool_error", "the tool failed")
@@ -382,7 +385,11 @@ class OpenTelemetryTracer:
         self, agent: str, model: ChatModel, request: ModelRequest
     ) -> Iterator[_ModelTrace]:
         name = _model_name(model, request)
-        attributes: dict[str, Any] = {OPERATION: "chat", PROVIDER: _provider(model)}
+        attributes: dict[str, Any] = {
+            OPERATION: "chat",
+            PROVIDER: _provider(model),
+            MODEL_PURPOSE: request.purpose,
+        }
         if name is not None:
             attributes[REQUEST_MODEL] = name
         attributes.update(_server(model))

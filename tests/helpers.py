@@ -1,10 +1,18 @@
 """Shared test helpers: building tool-call states, counting live tasks on either backend,
-reading a model's stream whole."""
+scripted answers, starting a child process to kill at a chosen moment, reading a model's
+stream whole."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,6 +29,8 @@ from reactcore import (
     ToolResponseMessage,
     UserMessage,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def call(call_id: str, name: str, /, **arguments: Any) -> ToolCall:
@@ -83,3 +93,44 @@ async def cancel_after_first_chunk(
                 scope.cancel()
     assert got_first and scope.cancelled_caught
     assert await anyio.to_thread.run_sync(client_left.wait, 5)
+
+
+def answers(request: ModelRequest) -> AssistantMessage:
+    """A scripted model's reply: the tool answers the model saw, joined with `` | ``."""
+    texts = [
+        r.response_data
+        for m in request.messages
+        if isinstance(m, ToolResponseMessage)
+        for r in m.responses
+    ]
+    return AssistantMessage(" | ".join(texts))
+
+
+def start_script(script: Path, *args: str) -> subprocess.Popen[str]:
+    """``python script args…`` in a child process that imports this checkout's reactcore."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def kill_when(
+    process: subprocess.Popen[str], ready: Callable[[], bool], what: str, timeout: float = 30
+) -> None:
+    """SIGKILL ``process`` as soon as ``ready()`` (polled) is true; fail, saying ``what``
+    never happened, if the process ends first or ``timeout`` seconds pass."""
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, f"the process never {what}"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait(10)
+    assert process.returncode == -signal.SIGKILL

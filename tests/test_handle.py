@@ -18,9 +18,7 @@ import sniffio
 from reactcore import (
     AgentRun,
     Approve,
-    AssistantMessage,
     MemorySaver,
-    ModelRequest,
     ReactAgent,
     Reject,
     Resume,
@@ -30,29 +28,17 @@ from reactcore import (
     RunnableConfig,
     ToolCallCancelled,
     ToolCallStarted,
-    ToolResponseMessage,
     tool,
 )
 from reactcore.hooks import HumanInTheLoopHook
 from reactcore.testing import ScriptedChatModel
-from tests.helpers import asks
+from tests.helpers import answers, asks
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 60  # seconds: the bound of every wait here (a loaded 2-core machine)
 
 Starter = Callable[[ReactAgent, str], AbstractAsyncContextManager[RunHandle]]
-
-
-def answers(request: ModelRequest) -> AssistantMessage:
-    """The tool answers the model saw, joined: what the tests compare."""
-    texts = [
-        r.response_data
-        for m in request.messages
-        if isinstance(m, ToolResponseMessage)
-        for r in m.responses
-    ]
-    return AssistantMessage(" | ".join(texts))
 
 
 @tool

@@ -38,6 +38,8 @@ from reactcore import (
     RunInterrupted,
     RunnableConfig,
     StateUpdated,
+    SubagentCall,
+    SubagentEvent,
     ToolCallCancelled,
     ToolCallDelta,
     ToolCallFinished,
@@ -80,13 +82,14 @@ results = st.builds(
     st.sampled_from(["finished", "interrupted"]),
     interrupts,
 )
+purposes = st.sampled_from(["agent", "summary"])
 errors = st.builds(
     lambda cls, text: cls(text),
     st.sampled_from([ValueError, RuntimeError, RunCancelled, ReactcoreError]),
     texts,
 )
 EVENTS: dict[type[Any], st.SearchStrategy[Any]] = {
-    ModelCallStarted: st.builds(ModelCallStarted, st.integers(0)),
+    ModelCallStarted: st.builds(ModelCallStarted, st.integers(0), purposes),
     ModelDelta: st.builds(
         ModelDelta,
         texts,
@@ -107,7 +110,7 @@ EVENTS: dict[type[Any], st.SearchStrategy[Any]] = {
         texts,
         st.none() | identifiers,
     ),
-    ModelCallFinished: st.builds(ModelCallFinished, assistants, st.none() | usages),
+    ModelCallFinished: st.builds(ModelCallFinished, assistants, st.none() | usages, purposes),
     ToolCallStarted: st.builds(ToolCallStarted, identifiers, identifiers, texts),
     ToolCallFinished: st.builds(ToolCallFinished, identifiers, identifiers, st.booleans(), finite),
     ToolCallTimedOut: st.builds(ToolCallTimedOut, identifiers, identifiers, finite),
@@ -119,6 +122,13 @@ EVENTS: dict[type[Any], st.SearchStrategy[Any]] = {
         RunInterrupted, st.lists(tool_calls, max_size=3).map(tuple), st.none() | results
     ),
 }
+EVENTS[SubagentEvent] = st.builds(
+    SubagentEvent,
+    st.lists(
+        st.builds(SubagentCall, identifiers, identifiers, identifiers), min_size=1, max_size=3
+    ).map(tuple),
+    st.one_of(*EVENTS.values()),
+)
 
 
 def through_text(value: Any) -> Any:

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reactcore import KeyStrategy, OverAllState, Remove, UserMessage
+from reactcore import KeyStrategy, OverAllState, Remove, ReplaceAll, UserMessage
+from reactcore._state import rewrite
 
 APPEND, MERGE, REPLACE = KeyStrategy.APPEND, KeyStrategy.MERGE, KeyStrategy.REPLACE
 
@@ -75,11 +76,16 @@ def test_replace_takes_the_new_value(old: Any, new: Any) -> None:
         pytest.param(["a", "b"], [Remove("a"), "c"], ["b", "c"], id="remove-then-add"),
         pytest.param(["a"], ["b", Remove("b")], ["a"], id="add-then-remove"),
         pytest.param(["a", "a"], [Remove("a"), Remove("a")], [], id="remove-twice"),
+        pytest.param(["a", "b"], ReplaceAll(["s", "b"]), ["s", "b"], id="replace-all"),
+        pytest.param(["a"], [ReplaceAll(()), "c"], ["c"], id="replace-all-then-add"),
+        pytest.param(["a"], ["b", ReplaceAll(["x"])], ["x"], id="add-then-replace-all"),
+        pytest.param(_MISSING, ReplaceAll(["x"]), ["x"], id="replace-all-missing-key"),
     ],
 )
 def test_append_rules(old: Any, new: Any, expected: Any) -> None:
     """APPEND: None keeps, lists concatenate, single values append, Remove drops one match,
-    and an old value that is not a list is replaced."""
+    ReplaceAll makes the list anew (later items append to it), and an old value that is
+    not a list is replaced."""
     assert merged(old, new, APPEND) == expected
 
 
@@ -193,10 +199,13 @@ def test_states_compare_by_data_and_are_unhashable() -> None:
 
 KEYS = ["a", "b", "c", "messages"]
 scalars = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from(["x", "y", "z"]))
+markers = st.one_of(
+    st.builds(Remove, scalars), st.builds(ReplaceAll, st.lists(scalars, max_size=3))
+)
 values = st.one_of(
     scalars,
-    st.builds(Remove, scalars),
-    st.lists(st.one_of(scalars, st.builds(Remove, scalars)), max_size=4),
+    markers,
+    st.lists(st.one_of(scalars, markers), max_size=4),
     st.dictionaries(st.sampled_from(["p", "q", "r"]), scalars, max_size=3),
 )
 updates = st.dictionaries(st.sampled_from(KEYS), values, max_size=4)
@@ -252,3 +261,28 @@ def test_combine_updates_keeps_call_order() -> None:
 def test_combine_updates_of_nothing_is_empty() -> None:
     """No updates combine into the empty update."""
     assert OverAllState({"a": 1}).combine_updates([]) == {}
+
+
+# --- rewrite -----------------------------------------------------------------------------
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    old=st.lists(st.integers(0, 3), max_size=8),
+    new=st.lists(st.integers(0, 3), max_size=8),
+)
+def test_rewrite_turns_the_old_list_into_the_new_one(old: list[int], new: list[int]) -> None:
+    """``rewrite(old, new)`` is an APPEND update that gives ``new`` when merged on ``old``,
+    whatever equal elements the lists hold (``Remove`` takes the first equal one)."""
+    update = rewrite(old, new)
+    assert OverAllState({"messages": old}).merge({"messages": update})["messages"] == new
+
+
+def test_rewrite_keeps_the_unchanged_start_and_handles_unhashable_items() -> None:
+    """Elements before the first change are not touched; the cut moves earlier when a
+    removed element has an equal one before it; unhashable elements work too."""
+    hi, there = UserMessage("hi"), UserMessage("there")
+    assert rewrite([hi, there], [hi, UserMessage("you")]) == [Remove(there), UserMessage("you")]
+    assert rewrite([there, hi, hi], [there, hi, there]) == [Remove(hi), Remove(hi), hi, there]
+    assert rewrite([[1], [2]], [[1], [3]]) == [Remove([2]), [3]]
+    assert rewrite([hi], [hi]) == []

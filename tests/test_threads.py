@@ -24,9 +24,10 @@ from reactcore import (
     check_cancelled,
     tool,
 )
+from reactcore._batch import pending_calls
 from reactcore._scheduler import Job
 from reactcore._threads import ThreadBudget
-from reactcore._tool_node import CALL_OBSERVER, pending_calls
+from reactcore._tool_node import CALL_OBSERVER
 from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks, call, calls_state
 from tests.helpers import response_texts as texts

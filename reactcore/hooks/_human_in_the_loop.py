@@ -8,10 +8,11 @@ from typing import Any
 import attrs
 
 from .. import _validate as valid
+from .._batch import pending_calls
 from .._config import RunnableConfig
 from .._loop import APPROVED, unanswered
 from .._state import OverAllState
-from .._tool_node import pending_calls, resolved_names
+from .._tool_node import resolved_names
 from ._limits import name_field
 
 

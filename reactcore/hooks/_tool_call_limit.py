@@ -8,11 +8,12 @@ from typing import Any, Literal
 import attrs
 
 from .. import _validate as valid
+from .._batch import pending_calls
 from .._config import RunnableConfig
 from .._exceptions import CallLimitExceeded
 from .._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
 from .._state import MESSAGES, OverAllState, Remove
-from .._tool_node import pending_calls, resolved_names
+from .._tool_node import resolved_names
 from ._limits import Counter, exceeded, exit_field, jumps_field, limit_field, name_field
 
 

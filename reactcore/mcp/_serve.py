@@ -31,8 +31,10 @@ if TYPE_CHECKING:
 def progress_message(event: Any) -> str | None:
     """What a client is told of a run's event (``None``: nothing, e.g. for text chunks)."""
     match event:
-        case ModelCallStarted(iteration=iteration):
+        case ModelCallStarted(iteration=iteration, purpose="agent"):
             return f"model call {iteration + 1}"
+        case ModelCallStarted(purpose=purpose):
+            return f"model call ({purpose})"
         case ToolCallStarted(name=name):
             return f"calling {name}"
         case ToolCallFinished(name=name, is_error=is_error):

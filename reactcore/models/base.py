@@ -146,7 +146,9 @@ class ModelRequest:
     ``tool_specs`` describes every tool the agent has; ``dynamic_tools`` are tools an
     interceptor added for this run (the tool node can resolve them too); ``context`` is
     the run's shared working space; ``chat_model``, when set, answers this request instead
-    of the node's model (how ``ModelFallbackInterceptor`` switches models).
+    of the node's model (how ``ModelFallbackInterceptor`` switches models). ``purpose``
+    says what the call is for: ``"agent"`` for the loop's own turns, ``"summary"`` for the
+    call ``SummarizationHook`` makes; events and spans carry it.
     """
 
     messages: tuple[Message, ...] = attrs.field(converter=_to_tuple)
@@ -157,6 +159,7 @@ class ModelRequest:
     context: dict[str, Any] = attrs.field(factory=dict, eq=False, hash=False, repr=False)
     dynamic_tools: tuple[Tool, ...] = attrs.field(default=(), converter=_to_tuple, eq=False)
     chat_model: ChatModel | None = attrs.field(default=None, eq=False, repr=False)
+    purpose: str = attrs.field(default="agent", kw_only=True)
 
     def visible_tool_specs(self) -> list[ToolSpec]:
         """Specs of the tools named in ``tools``, known ones and dynamic ones, in order."""
