@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ import anyio
 import attrs
 import httpx
 from _common import parse
+
+from reactcore import ChatModel, ChunkAssembler, ModelRequest, UserMessage
 
 
 @attrs.frozen
@@ -29,6 +32,18 @@ def transport(body: bytes, http: Any = httpx) -> Any:
         return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
 
     return http.MockTransport(answer)
+
+
+async def assembled_in(model: ChatModel, calls: int) -> float:
+    """Seconds ``model`` takes to stream its answer into a ``ChunkAssembler`` (the agent
+    loop's path); the answer must have ``calls`` tool calls."""
+    start = time.perf_counter()
+    assembler = ChunkAssembler()
+    async with model.stream(ModelRequest([UserMessage("hi")])) as chunks:
+        async for chunk in chunks:
+            assembler.add(chunk)
+    assert len(assembler.result().message.tool_calls) == calls
+    return time.perf_counter() - start
 
 
 Reader = Callable[[bytes], Awaitable[float]]

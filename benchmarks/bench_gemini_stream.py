@@ -26,15 +26,12 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _sdk_stream import main, transport
+from _sdk_stream import assembled_in, main, transport
 
 from reactcore import (
     AssistantMessage,
-    ChunkAssembler,
     GeminiModel,
-    ModelRequest,
     ToolCall,
-    UserMessage,
 )
 from reactcore.testing import gemini_chunks
 
@@ -66,13 +63,7 @@ def stream_body(events: int) -> tuple[bytes, int]:
 async def with_reactcore(body: bytes) -> float:
     async with httpx.AsyncClient(transport=transport(body)) as client:
         model = GeminiModel("m", base_url="http://bench", api_key="k", http_client=client)
-        start = time.perf_counter()
-        assembler = ChunkAssembler()
-        async with model.stream(ModelRequest([UserMessage("hi")])) as chunks:
-            async for chunk in chunks:
-                assembler.add(chunk)
-        assert len(assembler.result().message.tool_calls) == 2
-        return time.perf_counter() - start
+        return await assembled_in(model, calls=2)
 
 
 async def with_sdk(body: bytes) -> float:

@@ -10,6 +10,7 @@ provider joins every scenario by adding a driver to ``PROVIDERS``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import json
 from collections.abc import Callable, Mapping
@@ -18,17 +19,21 @@ from typing import Any, ClassVar
 import attrs
 import httpx
 
-from reactcore import AnthropicModel, AssistantMessage, ChatModel, OpenAIChatModel
+from reactcore import AnthropicModel, AssistantMessage, ChatModel, GeminiModel, OpenAIChatModel
 from reactcore.models import Usage
 from reactcore.testing import (
     AnthropicSSEReply,
+    GeminiSSEReply,
     HTTPReply,
     OpenAICompatibleServer,
     ServerReply,
     SSEReply,
     anthropic_error_reply,
     anthropic_events,
+    gemini_chunks,
+    gemini_error_reply,
     serve_anthropic,
+    serve_gemini,
     serve_openai_compatible,
 )
 
@@ -91,6 +96,10 @@ class OpenAIChatDriver:
     def error(self, status: int, retry_after: float) -> ServerReply:
         """A retryable error status asking for a pause of ``retry_after`` seconds."""
         return HTTPReply.error(status, "busy", headers={"retry-after": str(retry_after)})
+
+    def turns(self, body: Mapping[str, Any]) -> list[Any]:
+        """The conversation ``body`` sends, turn by turn."""
+        return list(body["messages"])
 
     def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
         """The tool results ``body`` sends back last, by call id: their text and whether
@@ -160,6 +169,9 @@ class AnthropicDriver:
         headers = {"retry-after": str(retry_after)}
         return anthropic_error_reply(status, "busy", error_type="overloaded_error", headers=headers)
 
+    def turns(self, body: Mapping[str, Any]) -> list[Any]:
+        return list(body["messages"])
+
     def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
         blocks = body["messages"][-1]["content"]
         return {
@@ -175,8 +187,103 @@ class AnthropicDriver:
             assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
 
 
-Provider = OpenAIChatDriver | AnthropicDriver
-PROVIDERS: list[Provider] = [OpenAIChatDriver(), AnthropicDriver()]
+GEMINI_SIGNATURE = "R2VtaW5pLXNpZ25lZCB0aG91Z2h0IHNpZ25hdHVyZQ=="
+GEMINI_THOUGHT = {"text": "Both cities.", "thought": True}
+# The layout of a signed Gemini turn: a thought, the text "Checking.", the first call
+# signed (any later calls follow it unsigned, as the API sends a parallel batch).
+GEMINI_LAYOUT = [
+    {"part": GEMINI_THOUGHT},
+    {"ref": "text", "size": len("Checking.")},
+    {"ref": "call", "index": 0, "thoughtSignature": GEMINI_SIGNATURE},
+]
+
+
+@attrs.frozen
+class GeminiDriver:
+    """The Gemini API: the turn's layout (thought parts, the thought signature on its
+    first ``functionCall``) as opaque data; tool results are ``functionResponse`` parts of
+    one user turn, errors as ``{"error": …}``; a 429's wait in the body's ``RetryInfo``;
+    calls arrive whole, so a stream is cut after a call, before its ``finishReason``."""
+
+    name: ClassVar[str] = "gemini"
+    model_string: ClassVar[str] = "google:gemini-test"
+    base_url_variable: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"
+    api_key_variable: ClassVar[str] = "GEMINI_API_KEY"
+    signature: ClassVar[str | None] = GEMINI_SIGNATURE
+    marks_errors: ClassVar[bool] = True
+    serve: ClassVar[Serve] = staticmethod(serve_gemini)
+
+    def opaque(self) -> dict[str, Any]:
+        return {"google": {"parts": GEMINI_LAYOUT}}
+
+    def model(
+        self,
+        server: OpenAICompatibleServer,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        thinking: bool = False,
+    ) -> ChatModel:
+        """The client on ``server``; ``thinking`` sets a thinking budget."""
+        return GeminiModel(
+            "gemini-test",
+            base_url=server.base_url,
+            http_client=http_client,
+            thinking_budget=1024 if thinking else None,
+            api_key=KEY,
+            retry_backoff=0.01,
+        )
+
+    def reply(self, message: AssistantMessage | str) -> ServerReply:
+        return GeminiSSEReply.of(message, usage=USAGE)
+
+    def hanging(self, text: str) -> GeminiSSEReply:
+        return GeminiSSEReply(gemini_chunks(text)[:2], ending="hang")
+
+    def cut_inside_call(self, message: AssistantMessage) -> ServerReply:
+        """``message`` streamed up to its first call, which comes whole, and cut before
+        the answer's ``finishReason``."""
+        chunks = copy.deepcopy(gemini_chunks(message, chunk_size=3))
+        at = next(
+            i
+            for i, c in enumerate(chunks)
+            if "functionCall" in c["candidates"][0]["content"]["parts"][0]
+        )
+        chunks[at]["candidates"][0].pop("finishReason", None)
+        return GeminiSSEReply(chunks[: at + 1], ending="cut")
+
+    def error(self, status: int, retry_after: float) -> ServerReply:
+        """The wait asked for in the body (``RetryInfo.retryDelay``), no header."""
+        return gemini_error_reply(status, "busy", retry_delay=retry_after)
+
+    def turns(self, body: Mapping[str, Any]) -> list[Any]:
+        return list(body["contents"])
+
+    def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
+        parts = body["contents"][-1]["parts"]
+        responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        return {
+            r["id"]: (
+                r["response"].get("output", r["response"].get("error")),
+                "error" in r["response"],
+            )
+            for r in responses
+        }
+
+    def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
+        """The first model turn goes back part for part: the thought, the text, the
+        signature on the first call only; with ``thinking``, the thinking budget."""
+        model_turn = next(t for t in body["contents"] if t["role"] == "model")
+        parts = model_turn["parts"]
+        assert parts[:2] == [GEMINI_THOUGHT, {"text": "Checking."}]
+        calls = parts[2:]
+        assert calls[0]["thoughtSignature"] == GEMINI_SIGNATURE
+        assert all("functionCall" in p and "thoughtSignature" not in p for p in calls[1:])
+        if thinking:
+            assert body["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 1024}
+
+
+Provider = OpenAIChatDriver | AnthropicDriver | GeminiDriver
+PROVIDERS: list[Provider] = [OpenAIChatDriver(), AnthropicDriver(), GeminiDriver()]
 
 
 def every_opaque() -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Agent scenarios over every wire dialect — each a real loopback server, spoken to through
-the provider drivers of ``tests/providers.py`` — on asyncio and trio: a parallel batch under
+"""Agent scenarios over every wire dialect (OpenAI-compatible, Anthropic, Gemini) — each a
+real loopback server, spoken to through the provider drivers of ``tests/providers.py`` —
+on asyncio and trio: a parallel batch under
 a limit, approval and resume from SQLite with thinking blocks intact, structured output
 with retries, 429/529, a stream cut inside a tool call, fallback from Anthropic to an
 OpenAI-compatible model mid-run without any foreign signature sent, ``cancel_tool``,
@@ -173,7 +174,7 @@ async def test_structured_output_with_a_retry(provider: Provider) -> None:
         agent = ReactAgent("w", provider.model(server), output_type=Forecast, output_mode="tool")
         result = await agent.invoke("forecast?")
     assert result.output == Forecast("Paris", 21)
-    assert "degrees" in json.dumps(server.requests[1]["messages"][-1])
+    assert "degrees" in json.dumps(provider.turns(server.requests[1])[-1])
 
 
 @pytest.mark.parametrize("status", [429, 529, 503])
