@@ -7,7 +7,19 @@ from typing import Any
 
 import sniffio
 
-from reactcore import AssistantMessage, OverAllState, ToolCall, ToolResponseMessage, UserMessage
+from reactcore import (
+    AssistantMessage,
+    ChatModel,
+    ChunkAssembler,
+    ModelRequest,
+    ModelResponse,
+    OverAllState,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
+
+HI = ModelRequest([UserMessage("hi")])
 
 
 def call(call_id: str, name: str, /, **arguments: Any) -> ToolCall:
@@ -46,3 +58,12 @@ def response_texts(update: dict[str, Any]) -> list[str]:
     message = update["messages"][-1]
     assert isinstance(message, ToolResponseMessage)
     return [r.response_data for r in message.responses]
+
+
+async def streamed(model: ChatModel, request: ModelRequest = HI) -> ModelResponse:
+    """``model``'s streamed answer to ``request``, assembled as the agent loop assembles it."""
+    assembler = ChunkAssembler()
+    async with model.stream(request) as chunks:
+        async for chunk in chunks:
+            assembler.add(chunk)
+    return assembler.result()
