@@ -43,6 +43,7 @@ from ._exceptions import ModelStreamError as ModelStreamError
 from ._exceptions import ModelTimeoutError as ModelTimeoutError
 from ._exceptions import ModelTruncatedError as ModelTruncatedError
 from ._exceptions import OutputParseError as OutputParseError
+from ._exceptions import PIIDetectedError as PIIDetectedError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import ReportedError as ReportedError
 from ._exceptions import RunCancelled as RunCancelled
@@ -93,7 +94,9 @@ from ._tools import tool as tool
 from ._toolset import Toolset as Toolset
 from .hooks import ApprovalPolicy as ApprovalPolicy
 from .hooks import HumanInTheLoopHook as HumanInTheLoopHook
+from .hooks import LargeResultEviction as LargeResultEviction
 from .hooks import ModelCallLimitHook as ModelCallLimitHook
+from .hooks import PIIRedactionHook as PIIRedactionHook
 from .hooks import ToolCallLimitHook as ToolCallLimitHook
 from .interceptors import ModelFallbackInterceptor as ModelFallbackInterceptor
 from .interceptors import ModelRetryInterceptor as ModelRetryInterceptor
@@ -141,6 +144,7 @@ __all__ = [
     "ImagePart",
     "Interrupt",
     "KeyStrategy",
+    "LargeResultEviction",
     "LeaseLost",
     "LeasingSaver",
     "MCPError",
@@ -168,6 +172,8 @@ __all__ = [
     "OpenAIResponsesModel",
     "OutputParseError",
     "OverAllState",
+    "PIIDetectedError",
+    "PIIRedactionHook",
     "ReactAgent",
     "ReactcoreError",
     "Reject",

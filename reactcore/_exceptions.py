@@ -12,6 +12,7 @@
      │    └── ModelTruncatedError  the answer hit the token limit where a cut one is unusable
      ├── MaxIterationsExceeded     the model kept calling tools past ``max_iterations``
      ├── CallLimitExceeded         a limit hook with ``exit_behavior="error"`` tripped
+ ├── PIIDetectedError          ``PIIRedactionHook`` in ``"block"`` mode found personal data
      ├── RunCancelled              the caller cancelled the run (``run.cancel()``)
      ├── OutputParseError          the final answer does not parse as ``output_type``
      ├── ReportedError             a run's error read back from JSON (``event_from_json``)
@@ -125,6 +126,33 @@ class MaxIterationsExceeded(ReactcoreError):
 
 class CallLimitExceeded(ReactcoreError):
     """Raised by ``ModelCallLimitHook`` / ``ToolCallLimitHook`` with ``exit_behavior="error"``."""
+
+
+class PIIDetectedError(ReactcoreError):
+    """Raised by ``PIIRedactionHook`` when a detector in ``"block"`` mode finds personal
+    data: in the user's input (before the first model call), in a tool's result (the run
+    ends: it is not turned into an error result for the model) or in the model's answer.
+
+    ``kinds`` names the detectors that matched (``"email"``, ``"credit_card"`` …), ``where``
+    the point (``"user_input"``, ``"tool_result"``, ``"model_output"``); ``call_id`` and
+    ``tool`` say which call, for a tool result. The matched values are never in the error,
+    its message or its attributes: they must not reach a log either.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kinds: Sequence[str],
+        where: str,
+        call_id: str | None = None,
+        tool: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kinds = tuple(kinds)
+        self.where = where
+        self.call_id = call_id
+        self.tool = tool
 
 
 class OutputParseError(ReactcoreError, ValueError):

@@ -12,7 +12,7 @@ The strategies follow the seed:
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -90,6 +90,39 @@ def combine(strategy: KeyStrategy, key: str, first: Any, second: Any) -> Any:
             return first
         return _as_list(first) + _as_list(second)
     return apply(strategy, key, first, second)
+
+
+def rewrite(old: Sequence[Any], new: Sequence[Any]) -> list[Any]:
+    """An ``APPEND`` update that turns the list ``old`` into ``new`` (a hook replacing
+    messages, say): a ``Remove`` of each element from the first one that changes, then
+    the new elements from there.
+
+    A ``Remove`` takes out the first equal element, so the cut starts early enough that
+    no element it removes has an equal one before the cut (which would go instead).
+    """
+    start = next(
+        (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a is not b and a != b),
+        min(len(old), len(new)),
+    )
+    first = _first_indexes(old)
+    while start < len(old):
+        earliest = min(first(x) for x in old[start:])
+        if earliest >= start:
+            break
+        start = earliest
+    return [*(Remove(x) for x in old[start:]), *new[start:]]
+
+
+def _first_indexes(items: Sequence[Any]) -> Callable[[Any], int]:
+    """The index of the first element of ``items`` equal to a given one, by hash when
+    the elements have one."""
+    index: dict[Any, int] = {}
+    try:
+        for i, item in enumerate(items):
+            index.setdefault(item, i)
+    except TypeError:  # an unhashable element: the list's own search
+        return list(items).index
+    return index.__getitem__
 
 
 def frozen_mapping(data: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -27,7 +27,7 @@ import attrs
 from . import _validate as valid
 from ._config import RunnableConfig
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
-from ._exceptions import ToolArgumentError
+from ._exceptions import PIIDetectedError, ToolArgumentError
 from ._interceptors import (
     ToolCallRequest,
     ToolCallResponse,
@@ -539,7 +539,7 @@ class AgentToolNode:
 
     def _guarded(self, handler: ToolHandler) -> ToolHandler:
         """``handler`` wrapped in the one place where a call's errors become responses (or,
-        if the exception processor says so, raise)."""
+        if the exception processor says so, raise); a ``PIIDetectedError`` always raises."""
 
         async def call(request: ToolCallRequest) -> ToolCallResponse:
             try:
@@ -547,6 +547,8 @@ class AgentToolNode:
             except ToolArgumentError as exc:
                 _trace_exception(exc)
                 return ToolCallResponse(f"Error: {exc}", is_error=True)
+            except PIIDetectedError:
+                raise  # a guard's verdict on the call, not the tool's failure: the run ends
             except Exception as exc:
                 _trace_exception(exc)
                 self.log.warning(

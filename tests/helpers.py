@@ -1,8 +1,16 @@
-"""Shared test helpers: building tool-call states, and counting live tasks on either backend."""
+"""Shared test helpers: building tool-call states, counting live tasks on either backend,
+and killing a child process at a chosen moment."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import sniffio
@@ -67,3 +75,36 @@ async def streamed(model: ChatModel, request: ModelRequest = HI) -> ModelRespons
         async for chunk in chunks:
             assembler.add(chunk)
     return assembler.result()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def start_script(script: Path, *args: str) -> subprocess.Popen[str]:
+    """``python script args…`` in a child process that imports this checkout's reactcore."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def kill_when(
+    process: subprocess.Popen[str], ready: Callable[[], bool], what: str, timeout: float = 30
+) -> None:
+    """SIGKILL ``process`` as soon as ``ready()`` (polled) is true; fail, saying ``what``
+    never happened, if the process ends first or ``timeout`` seconds pass."""
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, f"the process never {what}"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait(10)
+    assert process.returncode == -signal.SIGKILL

@@ -1,22 +1,19 @@
-"""Agent scenarios over both wire dialects — an OpenAI-compatible endpoint and Anthropic's
-Messages API, each a real loopback server — on asyncio and trio: a parallel batch under
-a limit, approval and resume from SQLite with thinking blocks intact, structured output
-with retries, 429/529, a stream cut inside a tool call, fallback from Anthropic to an
-OpenAI-compatible model mid-run without any foreign signature sent, ``cancel_tool``,
+"""Agent scenarios over every wire dialect — each a real loopback server, spoken to through
+the provider drivers of ``tests/providers.py`` — on asyncio and trio: a parallel batch under
+a limit, approval and resume from SQLite with thinking blocks (or encrypted reasoning)
+intact, structured output with retries, 429/529, a stream cut inside a tool call,
+fallbacks mid-run between providers without any foreign opaque data sent, ``cancel_tool``,
 cancelling mid-stream, SIGKILL mid-batch and resume, and one thinking mode per tool
 loop across a fallback."""
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import attrs
@@ -25,14 +22,11 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from reactcore import (
-    AnthropicModel,
     Approve,
     AssistantMessage,
-    ChatModel,
     MemorySaver,
     ModelDelta,
     ModelFallbackInterceptor,
-    OpenAIChatModel,
     ReactAgent,
     Resume,
     RunCancelled,
@@ -44,92 +38,25 @@ from reactcore import (
     tool,
 )
 from reactcore.hooks import HumanInTheLoopHook
-from reactcore.models import Usage
 from reactcore.testing import (
     AnthropicSSEReply,
-    HTTPReply,
     OpenAICompatibleServer,
     ServerReply,
     SSEReply,
     anthropic_error_reply,
-    anthropic_events,
     serve_anthropic,
     serve_openai_compatible,
 )
+from tests.providers import (
+    ANTHROPIC_SIGNATURE,
+    KEY,
+    PROVIDERS,
+    Provider,
+    check_only_own_opaque_data,
+    every_opaque,
+)
 
 pytestmark = pytest.mark.anyio
-
-KEY = "sk-both-providers-test-4c2e"
-SIGNATURE = "EqQBCkgIARABGAIiQL-signed-by-anthropic"
-THINKING = [
-    {"index": 0, "type": "thinking", "thinking": "Both cities.", "signature": SIGNATURE},
-]
-
-
-@attrs.frozen
-class Provider:
-    """One wire dialect: its server, its client, and its replies."""
-
-    name: str
-    serve: Callable[[Any], contextlib.AbstractContextManager[OpenAICompatibleServer]]
-
-    def model(
-        self,
-        server: OpenAICompatibleServer,
-        *,
-        http_client: httpx.AsyncClient | None = None,
-        thinking: bool = False,
-    ) -> ChatModel:
-        """The client on ``server``; ``thinking`` turns Anthropic's extended thinking on."""
-        common: dict[str, Any] = {"api_key": KEY, "retry_backoff": 0.01}
-        if self.name == "anthropic":
-            budget = 1024 if thinking else None
-            return AnthropicModel(
-                "claude-test",
-                base_url=server.base_url,
-                http_client=http_client,
-                thinking_budget=budget,
-                **common,
-            )
-        return OpenAIChatModel(
-            "test-model", base_url=server.base_url, http_client=http_client, **common
-        )
-
-    def reply(self, message: AssistantMessage | str) -> ServerReply:
-        if self.name == "anthropic":
-            return AnthropicSSEReply.of(message, usage=Usage(10, 5, 15))
-        if isinstance(message, AssistantMessage):
-            message = attrs.evolve(message, provider_data={})
-        return SSEReply.of(message, usage=Usage(10, 5, 15))
-
-    def hanging(self, text: str) -> AnthropicSSEReply | SSEReply:
-        """The first events of a streamed ``text`` answer, then the stream stays open
-        until the client leaves (``client_left`` is set then)."""
-        if self.name == "anthropic":
-            return AnthropicSSEReply(anthropic_events(text)[:4], ending="hang")
-        return SSEReply(SSEReply.of(text).events[:2], ending="hang")
-
-    def results(self, body: dict[str, Any]) -> dict[str, tuple[str, bool]]:
-        """The tool results the request ``body`` sends back last, by call id: their text,
-        and whether they are marked as errors (OpenAI has no such mark: False)."""
-        if self.name == "anthropic":
-            blocks = body["messages"][-1]["content"]
-            return {
-                b["tool_use_id"]: (b["content"][0]["text"], b.get("is_error", False))
-                for b in blocks
-            }
-        tail = list(itertools.takewhile(lambda m: m["role"] == "tool", body["messages"][::-1]))
-        return {m["tool_call_id"]: (m["content"], False) for m in reversed(tail)}
-
-    def error(self, status: int, headers: dict[str, str]) -> ServerReply:
-        if self.name == "anthropic":
-            return anthropic_error_reply(
-                status, "busy", error_type="overloaded_error", headers=headers
-            )
-        return HTTPReply.error(status, "busy", headers=headers)
-
-
-PROVIDERS = [Provider("openai", serve_openai_compatible), Provider("anthropic", serve_anthropic)]
 
 
 @pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
@@ -137,15 +64,18 @@ def provider(request: pytest.FixtureRequest) -> Provider:
     return request.param  # type: ignore[no-any-return]
 
 
+OPENAI, ANTHROPIC, RESPONSES = PROVIDERS
+SIGNATURE = ANTHROPIC_SIGNATURE
+
+
 def asks_weather(*cities: str) -> AssistantMessage:
+    """A call per city, with the reasoning and opaque data of every provider: each one
+    answers with its own and must send back only its own."""
     calls = [
         ToolCall(f"toolu_{i}", "weather", json.dumps({"city": c})) for i, c in enumerate(cities)
     ]
     return AssistantMessage(
-        "Checking.",
-        calls,
-        reasoning="Both cities.",
-        provider_data={"anthropic": {"thinking": THINKING}},
+        "Checking.", calls, reasoning="Both cities.", provider_data=every_opaque()
     )
 
 
@@ -165,14 +95,10 @@ async def weather(city: str) -> str:
     return f"sunny in {city}"
 
 
-@contextlib.contextmanager
-def serving(provider: Provider, script: list[ServerReply]) -> Iterator[OpenAICompatibleServer]:
-    with provider.serve(script) as server:
-        yield server
-
-
-def assistant_turns(provider: Provider, body: dict[str, Any]) -> list[Any]:
-    return [m for m in body["messages"] if m["role"] == "assistant"]
+def serving(
+    provider: Provider, script: list[ServerReply]
+) -> contextlib.AbstractContextManager[OpenAICompatibleServer]:
+    return provider.serve(script)
 
 
 async def test_a_parallel_batch_under_a_limit(provider: Provider) -> None:
@@ -193,18 +119,12 @@ async def test_a_parallel_batch_under_a_limit(provider: Provider) -> None:
         result = await agent.invoke("weather?")
     assert result.text == "All sunny." and most == 2
     second = server.requests[1]
-    if provider.name == "anthropic":
-        assert second["messages"][1]["content"][0] == {
-            "type": "thinking",
-            "thinking": "Both cities.",
-            "signature": SIGNATURE,
-        }
-        results = second["messages"][2]["content"]
-        assert [b["type"] for b in results] == ["tool_result"] * 3
-        assert "tool_choice" not in second  # parallel calls allowed: nothing to disable
-    else:
-        assert [m["role"] for m in second["messages"]][-3:] == ["tool"] * 3
-        assert SIGNATURE not in json.dumps(second)
+    assert provider.results(second) == {
+        f"toolu_{i}": (f"sunny in {city}", False)
+        for i, city in enumerate(("Paris", "Rome", "Oslo"))
+    }
+    provider.check_round_trip(second)
+    check_only_own_opaque_data(provider, second)
 
 
 async def test_approval_and_resume_from_sqlite_keep_thinking_intact(
@@ -231,9 +151,9 @@ async def test_approval_and_resume_from_sqlite_keep_thinking_intact(
         assert paused.status == "interrupted"
         result = await agent().invoke(Resume({"toolu_0": Approve()}), config)
     assert result.text == "Sunny."
-    sent = json.dumps(server.requests[1])
-    assert "sunny in Paris" in sent
-    assert (SIGNATURE in sent) == (provider.name == "anthropic")
+    assert provider.results(server.requests[1]) == {"toolu_0": ("sunny in Paris", False)}
+    provider.check_round_trip(server.requests[1])
+    check_only_own_opaque_data(provider, server.requests[1])
 
 
 @attrs.frozen
@@ -253,7 +173,7 @@ async def test_structured_output_with_a_retry(provider: Provider) -> None:
         agent = ReactAgent("w", provider.model(server), output_type=Forecast, output_mode="tool")
         result = await agent.invoke("forecast?")
     assert result.output == Forecast("Paris", 21)
-    assert "degrees" in json.dumps(server.requests[1]["messages"][-1])
+    assert "degrees" in json.dumps(provider.conversation(server.requests[1])[-1])
 
 
 @pytest.mark.parametrize("status", [429, 529, 503])
@@ -262,7 +182,7 @@ async def test_rate_limits_and_overload_are_retried_with_retry_after(
 ) -> None:
     """429 / 529 / 503 with ``Retry-After`` are retried after at least the asked pause;
     the run then finishes."""
-    script = [provider.error(status, {"retry-after": "0.2"}), provider.reply("Fine.")]
+    script = [provider.error(status, 0.2), provider.reply("Fine.")]
     with serving(provider, script) as server:
         agent = ReactAgent("w", provider.model(server))
         result = await agent.invoke("hi")
@@ -277,16 +197,7 @@ async def test_a_stream_cut_inside_a_tool_call_fails_the_run_and_runs_no_tool(
     no tool runs on half-made arguments."""
     from reactcore import ModelStreamError
 
-    message = asks_weather("Paris")
-    if provider.name == "anthropic":
-        events = anthropic_events(message, chunk_size=3)
-        inside = next(
-            i for i, e in enumerate(events) if e.get("delta", {}).get("type") == "input_json_delta"
-        )
-        reply: ServerReply = AnthropicSSEReply(events[: inside + 1], ending="cut")
-    else:
-        full = SSEReply.of(attrs.evolve(message, provider_data={}), chunk_size=3)
-        reply = SSEReply(full.events[:-3], ending="cut")
+    reply = provider.cut_inside_call(asks_weather("Paris"))
     calls: list[str] = []
 
     @tool
@@ -315,10 +226,8 @@ async def test_fallback_from_anthropic_to_openai_mid_run_sends_no_foreign_signat
         ) as claude,
         serve_openai_compatible([SSEReply.of("Sunny in Paris.")]) as compatible,
     ):
-        fallback = ModelFallbackInterceptor([PROVIDERS[0].model(compatible)])
-        agent = ReactAgent(
-            "w", PROVIDERS[1].model(claude), tools=[weather], interceptors=[fallback]
-        )
+        fallback = ModelFallbackInterceptor([OPENAI.model(compatible)])
+        agent = ReactAgent("w", ANTHROPIC.model(claude), tools=[weather], interceptors=[fallback])
         result = await agent.invoke("weather?")
     assert result.text == "Sunny in Paris."
     sent = json.dumps(compatible.requests[0])
@@ -327,6 +236,34 @@ async def test_fallback_from_anthropic_to_openai_mid_run_sends_no_foreign_signat
     assert SIGNATURE in json.dumps(claude.requests[1])
     # The message in the result keeps its provider data for a later Anthropic request.
     assert result.messages[1].provider_data["anthropic"]["thinking"][0]["signature"] == SIGNATURE
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(RESPONSES, ANTHROPIC), (ANTHROPIC, RESPONSES), (RESPONSES, OPENAI)],
+    ids=lambda p: p.name,
+)
+async def test_a_fallback_mid_run_sends_none_of_the_first_providers_data(
+    first: Provider, second: Provider
+) -> None:
+    """The first provider answers with its opaque data (encrypted reasoning, a signed
+    thinking block) and a call, then fails (400); the fallback gets the call and its
+    result but none of that data, and finishes the run; the first provider got its data
+    back verbatim, and the message keeps it for a later request to it."""
+    with (
+        first.serve([first.reply(asks_weather("Paris")), first.error(400, 0)]) as primary,
+        second.serve([second.reply("Sunny in Paris.")]) as backup,
+    ):
+        fallback = ModelFallbackInterceptor([second.model(backup)])
+        agent = ReactAgent("w", first.model(primary), tools=[weather], interceptors=[fallback])
+        result = await agent.invoke("weather?")
+    assert result.text == "Sunny in Paris."
+    assert first.signature is not None
+    sent = json.dumps(backup.requests[0])
+    assert first.signature not in sent and "rs_scenario" not in sent
+    assert second.results(backup.requests[0]) == {"toolu_0": ("sunny in Paris", False)}
+    first.check_round_trip(primary.requests[1])
+    assert first.name in result.messages[1].provider_data
 
 
 async def test_cancel_tool_on_a_running_call_and_the_run_goes_on(provider: Provider) -> None:
@@ -346,7 +283,7 @@ async def test_cancel_tool_on_a_running_call_and_the_run_goes_on(provider: Provi
             ToolCall("toolu_0", "stuck", '{"city": "Rome"}'),
             ToolCall("toolu_1", "weather", '{"city": "Paris"}'),
         ],
-        provider_data={"anthropic": {"thinking": THINKING}},
+        provider_data=every_opaque(),
     )
     script = [provider.reply(message), provider.reply("Paris only.")]
     with serving(provider, script) as server:
@@ -361,10 +298,11 @@ async def test_cancel_tool_on_a_running_call_and_the_run_goes_on(provider: Provi
     assert result.text == "Paris only."
     cancelled = "Error: Tool execution was cancelled by the caller: too slow"
     assert provider.results(server.requests[1]) == {
-        "toolu_0": (cancelled, provider.name == "anthropic"),
+        "toolu_0": (cancelled, provider.marks_errors),
         "toolu_1": ("sunny in Paris", False),
     }
-    assert (SIGNATURE in json.dumps(server.requests[1])) == (provider.name == "anthropic")
+    provider.check_round_trip(server.requests[1])
+    check_only_own_opaque_data(provider, server.requests[1])
 
 
 async def test_cancelling_a_run_mid_stream_closes_the_connection(provider: Provider) -> None:
@@ -410,11 +348,9 @@ async def test_sigkill_mid_batch_then_resume_keeps_thinking_intact(
     db, marks = tmp_path / "runs.db", tmp_path / "marks.txt"
     script = [provider.reply(asks_weather(*CITIES)), provider.reply("All five.")]
     with serving(provider, script) as server:
-        url_variable = f"{provider.name.upper()}_BASE_URL"
-        key_variable = f"{provider.name.upper()}_API_KEY"
-        env = {**os.environ, "PYTHONPATH": str(ROOT), url_variable: server.base_url}
-        env[key_variable] = KEY
-        command = [sys.executable, str(CRASH_AGENT), provider.name, anyio_backend, str(db)]
+        env = {**os.environ, "PYTHONPATH": str(ROOT), provider.base_url_variable: server.base_url}
+        env[provider.api_key_variable] = KEY
+        command = [sys.executable, str(CRASH_AGENT), provider.model_string, anyio_backend, str(db)]
         command.append(str(marks))
         child = await anyio.open_process(command, stderr=None, env=env)
         try:
@@ -450,15 +386,8 @@ async def test_sigkill_mid_batch_then_resume_keeps_thinking_intact(
     assert provider.results(after) == {
         f"toolu_{i}": (f"sunny in {city}", False) for i, city in enumerate(CITIES)
     }
-    if provider.name == "anthropic":
-        assert after["thinking"] == {"type": "enabled", "budget_tokens": 1024}
-        assert after["messages"][1]["content"][0] == {
-            "type": "thinking",
-            "thinking": "Both cities.",
-            "signature": SIGNATURE,
-        }
-    else:
-        assert SIGNATURE not in json.dumps(after)
+    provider.check_round_trip(after, thinking=True)
+    check_only_own_opaque_data(provider, after)
 
 
 # --- thinking across providers: one thinking mode per tool loop -------------------------
@@ -485,10 +414,10 @@ async def test_a_tool_loop_begun_by_claude_with_thinking_keeps_it_after_a_fallba
         ) as claude,
         serve_openai_compatible([openai_asks("call_1", "Rome")]) as compatible,
     ):
-        fallback = ModelFallbackInterceptor([PROVIDERS[0].model(compatible)])
+        fallback = ModelFallbackInterceptor([OPENAI.model(compatible)])
         agent = ReactAgent(
             "w",
-            PROVIDERS[1].model(claude, thinking=True),
+            ANTHROPIC.model(claude, thinking=True),
             tools=[weather],
             interceptors=[fallback],
         )
@@ -522,10 +451,10 @@ async def test_a_tool_loop_begun_by_another_provider_is_finished_without_thinkin
         ) as claude,
         serve_openai_compatible([openai_asks("call_0", "Paris")]) as compatible,
     ):
-        fallback = ModelFallbackInterceptor([PROVIDERS[0].model(compatible)])
+        fallback = ModelFallbackInterceptor([OPENAI.model(compatible)])
         agent = ReactAgent(
             "w",
-            PROVIDERS[1].model(claude, thinking=True),
+            ANTHROPIC.model(claude, thinking=True),
             tools=[weather],
             interceptors=[fallback],
             saver=MemorySaver(),

@@ -4,31 +4,20 @@ resumes from the SQLite checkpoints, runs only the missing calls, and finishes."
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import anyio
 import pytest
 
 from reactcore import SqliteSaver, ToolResponseMessage
+from tests.helpers import kill_when, start_script
 
 SCRIPT = Path(__file__).parent / "scripts" / "crash_agent.py"
-ROOT = Path(__file__).parent.parent
 
 
 def run_script(backend: str, db: Path, marks: Path, mode: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, str(SCRIPT), backend, str(db), str(marks), mode],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    return start_script(SCRIPT, backend, str(db), str(marks), mode)
 
 
 async def finished_calls(db: Path) -> list[str]:
@@ -47,17 +36,11 @@ def test_sigkill_mid_batch_then_resume_in_another_process(tmp_path: Path, backen
     resumes: the three are not run again, the two missing ones run once, the run ends."""
     db, marks = tmp_path / "runs.db", tmp_path / "marks.txt"
     first = run_script(backend, db, marks, "first")
-    try:
-        deadline = time.monotonic() + 30
-        while not db.exists() or sorted(anyio.run(finished_calls, db)) != ["w0", "w1", "w2"]:
-            assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline, "the first run never checkpointed 3 calls"
-            time.sleep(0.05)
-        first.send_signal(signal.SIGKILL)
-    finally:
-        first.kill()
-        first.wait(10)
-    assert first.returncode == -signal.SIGKILL
+
+    def three_done() -> bool:
+        return db.exists() and sorted(anyio.run(finished_calls, db)) == ["w0", "w1", "w2"]
+
+    kill_when(first, three_done, "checkpointed 3 calls")
     assert sorted(marks.read_text().split()) == ["0", "1", "2"]
 
     second = run_script(backend, db, marks, "resume")

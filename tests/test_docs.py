@@ -343,7 +343,7 @@ def test_every_test_the_docs_name_exists() -> None:
     (``test_x.py::test_y``, or ``::test_z`` for another of the same file) is a test of that
     file: renaming or removing one breaks its guarantee's reference here."""
     missing = []
-    for page in (ROOT / "README.md", DOCS / "reliability.md"):
+    for page in (ROOT / "README.md", DOCS / "reliability.md", DOCS / "models.md"):
         current = ""
         names = re.findall(r"`(?:tests/)?((?:test_\w+\.py)?::test_\w+)`", page.read_text("utf-8"))
         assert names, f"{page.name} names no test"
@@ -354,3 +354,41 @@ def test_every_test_the_docs_name_exists() -> None:
             if not re.search(rf"^(async )?def {test}\(", source, flags=re.MULTILINE):
                 missing.append(f"{page.name}: {current}::{test}")
     assert missing == []
+
+
+_FEATURES = (
+    "streaming",
+    "parallel tools",
+    "reasoning round trip",
+    "caching",
+    "content parts",
+    "structured output mode",
+)
+
+
+def _provider_table() -> list[list[str]]:
+    """The rows of the provider × feature table of the models page, cells stripped."""
+    text = (DOCS / "models.md").read_text("utf-8")
+    section = text.split("## Providers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    return [[c.strip() for c in row.strip("|").split("|")] for row in rows if "---" not in row]
+
+
+def test_the_provider_table_pins_every_feature_of_every_provider_to_a_test() -> None:
+    """The models page has a column for each provider ``infer_model`` knows (named by its
+    class and provider string) and a row for each feature; every cell names the test
+    that holds it (which ``test_every_test_the_docs_name_exists`` checks exists)."""
+    from reactcore.models._infer import _PROVIDERS
+
+    rows = {row[0]: row[1:] for row in _provider_table()}
+    heads = rows["class, string"]
+    for prefix, cls in _PROVIDERS.items():
+        column = [i for i, cell in enumerate(heads) if f"`{cls.__name__}`" in cell]
+        assert column, f"no column for {cls.__name__}"
+        assert f'`"{prefix}:…"`' in heads[column[0]], prefix
+    assert len(heads) == len(set(_PROVIDERS.values()))
+    for feature in _FEATURES:
+        cells = rows[feature]
+        assert len(cells) == len(heads), feature
+        for cell in cells:
+            assert re.search(r"`(?:test_\w+\.py)?::test_\w+`", cell), (feature, cell)

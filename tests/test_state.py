@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reactcore import KeyStrategy, OverAllState, Remove, UserMessage
+from reactcore._state import rewrite
 
 APPEND, MERGE, REPLACE = KeyStrategy.APPEND, KeyStrategy.MERGE, KeyStrategy.REPLACE
 
@@ -252,3 +253,28 @@ def test_combine_updates_keeps_call_order() -> None:
 def test_combine_updates_of_nothing_is_empty() -> None:
     """No updates combine into the empty update."""
     assert OverAllState({"a": 1}).combine_updates([]) == {}
+
+
+# --- rewrite -----------------------------------------------------------------------------
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    old=st.lists(st.integers(0, 3), max_size=8),
+    new=st.lists(st.integers(0, 3), max_size=8),
+)
+def test_rewrite_turns_the_old_list_into_the_new_one(old: list[int], new: list[int]) -> None:
+    """``rewrite(old, new)`` is an APPEND update that gives ``new`` when merged on ``old``,
+    whatever equal elements the lists hold (``Remove`` takes the first equal one)."""
+    update = rewrite(old, new)
+    assert OverAllState({"messages": old}).merge({"messages": update})["messages"] == new
+
+
+def test_rewrite_keeps_the_unchanged_start_and_handles_unhashable_items() -> None:
+    """Elements before the first change are not touched; the cut moves earlier when a
+    removed element has an equal one before it; unhashable elements work too."""
+    hi, there = UserMessage("hi"), UserMessage("there")
+    assert rewrite([hi, there], [hi, UserMessage("you")]) == [Remove(there), UserMessage("you")]
+    assert rewrite([there, hi, hi], [there, hi, there]) == [Remove(hi), Remove(hi), hi, there]
+    assert rewrite([[1], [2]], [[1], [3]]) == [Remove([2]), [3]]
+    assert rewrite([hi], [hi]) == []

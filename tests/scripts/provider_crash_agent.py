@@ -1,11 +1,11 @@
-"""The child of the SIGKILL test over both providers (``test_agent_providers.py``): a
-run on the loopback server the test runs, named by a provider string and the
-environment (``<PROVIDER>_BASE_URL``, ``<PROVIDER>_API_KEY``). The model asks for five
+"""The child of the SIGKILL test over every provider (``test_agent_providers.py``): a
+run on the loopback server the test runs, its model named by a provider string and the
+environment (the provider's base-URL and key variables). The model asks for five
 weather calls at once; Paris, Rome and Oslo answer, Lima and Kyiv hang until the process
 is killed. Prints ``checkpointed`` once the three are in the SQLite checkpoint (a
 ``ToolCallFinished`` is sent after its call's checkpoint).
 
-    python provider_crash_agent.py PROVIDER BACKEND DB MARKS
+    python provider_crash_agent.py MODEL_STRING BACKEND DB MARKS
 
 Each finished call appends ``<city> child`` to MARKS.
 """
@@ -18,8 +18,7 @@ import anyio
 
 from reactcore import ReactAgent, RunnableConfig, SqliteSaver, ToolCallFinished, tool
 
-provider, backend, db, marks = sys.argv[1:5]
-MODELS = {"anthropic": "anthropic:claude-test", "openai": "openai:test-model"}
+model, backend, db, marks = sys.argv[1:5]
 
 
 @tool
@@ -34,9 +33,7 @@ async def weather(city: str) -> str:
 
 async def main() -> None:
     async with SqliteSaver(db) as saver:
-        agent = ReactAgent(
-            "w", MODELS[provider], tools=[weather], parallel_tool_execution=True, saver=saver
-        )
+        agent = ReactAgent("w", model, tools=[weather], parallel_tool_execution=True, saver=saver)
         finished = 0
         async with agent.start("weather?", RunnableConfig(thread_id="t")) as run:
             async with run.events() as events:

@@ -1,0 +1,296 @@
+"""Provider drivers for the scenarios every wire dialect must pass
+(``test_agent_providers.py``): one small class per provider, each knowing its loopback
+server, its client, how its replies and errors are built, and how its requests carry tool
+results and its opaque provider data (thinking signatures, encrypted reasoning), and what
+its request calls the conversation.
+
+A scenario takes the ``provider`` fixture and speaks only through a driver, so a new
+provider joins every scenario by adding a driver to ``PROVIDERS``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import attrs
+import httpx
+
+from reactcore import (
+    AnthropicModel,
+    AssistantMessage,
+    ChatModel,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+)
+from reactcore.models import Usage
+from reactcore.testing import (
+    AnthropicSSEReply,
+    HTTPReply,
+    OpenAICompatibleServer,
+    ResponsesSSEReply,
+    ServerReply,
+    SSEReply,
+    anthropic_error_reply,
+    anthropic_events,
+    responses_error_reply,
+    responses_events,
+    serve_anthropic,
+    serve_openai_compatible,
+    serve_openai_responses,
+)
+
+KEY = "sk-provider-scenarios-4c2e"
+USAGE = Usage(10, 5, 15)
+Serve = Callable[[Any], contextlib.AbstractContextManager[OpenAICompatibleServer]]
+
+
+def _without_provider_data(message: AssistantMessage | str) -> AssistantMessage | str:
+    if isinstance(message, AssistantMessage):
+        return attrs.evolve(message, provider_data={})
+    return message
+
+
+@attrs.frozen
+class OpenAIChatDriver:
+    """OpenAI-compatible chat completions: no opaque data of its own; tool results are
+    ``tool`` messages, which have no error mark."""
+
+    name: ClassVar[str] = "openai"
+    model_string: ClassVar[str] = "openai:test-model"
+    base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
+    api_key_variable: ClassVar[str] = "OPENAI_API_KEY"
+    signature: ClassVar[str | None] = None
+    marks_errors: ClassVar[bool] = False
+    serve: ClassVar[Serve] = staticmethod(serve_openai_compatible)
+
+    def opaque(self) -> dict[str, Any]:
+        """What this provider keeps on an assistant message: nothing."""
+        return {}
+
+    def model(
+        self,
+        server: OpenAICompatibleServer,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        thinking: bool = False,
+    ) -> ChatModel:
+        return OpenAIChatModel(
+            "test-model",
+            base_url=server.base_url,
+            http_client=http_client,
+            api_key=KEY,
+            retry_backoff=0.01,
+        )
+
+    def reply(self, message: AssistantMessage | str) -> ServerReply:
+        return SSEReply.of(_without_provider_data(message), usage=USAGE)
+
+    def hanging(self, text: str) -> SSEReply:
+        """The first events of a streamed ``text`` answer, then the stream stays open
+        until the client leaves (``client_left`` is set then)."""
+        return SSEReply(SSEReply.of(text).events[:2], ending="hang")
+
+    def cut_inside_call(self, message: AssistantMessage) -> ServerReply:
+        """``message`` streamed and cut inside its first call's arguments."""
+        full = SSEReply.of(_without_provider_data(message), chunk_size=3)
+        return SSEReply(full.events[:-3], ending="cut")
+
+    def error(self, status: int, retry_after: float) -> ServerReply:
+        """A retryable error status asking for a pause of ``retry_after`` seconds."""
+        return HTTPReply.error(status, "busy", headers={"retry-after": str(retry_after)})
+
+    def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
+        """The tool results ``body`` sends back last, by call id: their text and whether
+        they are marked as errors."""
+        tail = itertools.takewhile(lambda m: m["role"] == "tool", body["messages"][::-1])
+        return {m["tool_call_id"]: (m["content"], False) for m in reversed(list(tail))}
+
+    def conversation(self, body: Mapping[str, Any]) -> list[Any]:
+        """The conversation ``body`` sends: its messages."""
+        return list(body["messages"])
+
+    def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
+        """Assert ``body`` sends this provider's opaque data back as it came: none here."""
+
+
+ANTHROPIC_SIGNATURE = "EqQBCkgIARABGAIiQL-signed-by-anthropic"
+ANTHROPIC_THINKING = {
+    "type": "thinking",
+    "thinking": "Both cities.",
+    "signature": ANTHROPIC_SIGNATURE,
+}
+
+
+@attrs.frozen
+class AnthropicDriver:
+    """Anthropic's Messages API: signed thinking blocks as opaque data; tool results are
+    ``tool_result`` blocks of one user turn, errors marked ``is_error``."""
+
+    name: ClassVar[str] = "anthropic"
+    model_string: ClassVar[str] = "anthropic:claude-test"
+    base_url_variable: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    api_key_variable: ClassVar[str] = "ANTHROPIC_API_KEY"
+    signature: ClassVar[str | None] = ANTHROPIC_SIGNATURE
+    marks_errors: ClassVar[bool] = True
+    serve: ClassVar[Serve] = staticmethod(serve_anthropic)
+
+    def opaque(self) -> dict[str, Any]:
+        return {"anthropic": {"thinking": [{"index": 0, **ANTHROPIC_THINKING}]}}
+
+    def model(
+        self,
+        server: OpenAICompatibleServer,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        thinking: bool = False,
+    ) -> ChatModel:
+        """The client on ``server``; ``thinking`` turns extended thinking on."""
+        return AnthropicModel(
+            "claude-test",
+            base_url=server.base_url,
+            http_client=http_client,
+            thinking_budget=1024 if thinking else None,
+            api_key=KEY,
+            retry_backoff=0.01,
+        )
+
+    def reply(self, message: AssistantMessage | str) -> ServerReply:
+        return AnthropicSSEReply.of(message, usage=USAGE)
+
+    def hanging(self, text: str) -> AnthropicSSEReply:
+        return AnthropicSSEReply(anthropic_events(text)[:4], ending="hang")
+
+    def cut_inside_call(self, message: AssistantMessage) -> ServerReply:
+        events = anthropic_events(message, chunk_size=3)
+        inside = next(
+            i for i, e in enumerate(events) if e.get("delta", {}).get("type") == "input_json_delta"
+        )
+        return AnthropicSSEReply(events[: inside + 1], ending="cut")
+
+    def error(self, status: int, retry_after: float) -> ServerReply:
+        headers = {"retry-after": str(retry_after)}
+        return anthropic_error_reply(status, "busy", error_type="overloaded_error", headers=headers)
+
+    def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
+        blocks = body["messages"][-1]["content"]
+        return {
+            b["tool_use_id"]: (b["content"][0]["text"], b.get("is_error", False)) for b in blocks
+        }
+
+    def conversation(self, body: Mapping[str, Any]) -> list[Any]:
+        return list(body["messages"])
+
+    def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
+        """The signed thinking block leads the first assistant turn, verbatim; with
+        ``thinking``, the request has thinking on."""
+        assistant = next(m for m in body["messages"] if m["role"] == "assistant")
+        assert assistant["content"][0] == ANTHROPIC_THINKING
+        if thinking:
+            assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+
+
+RESPONSES_ENCRYPTED = "gAAAAABo-encrypted-reasoning-of-the-responses-model"
+RESPONSES_REASONING = {
+    "type": "reasoning",
+    "id": "rs_scenario",
+    "summary": [{"type": "summary_text", "text": "Both cities."}],
+    "encrypted_content": RESPONSES_ENCRYPTED,
+}
+
+
+@attrs.frozen
+class OpenAIResponsesDriver:
+    """OpenAI's Responses API: encrypted reasoning items as opaque data, sent back (with the
+    item ids they are paired with) on every stateless request; tool results are
+    ``function_call_output`` items, which have no error mark."""
+
+    name: ClassVar[str] = "openai-responses"
+    model_string: ClassVar[str] = "openai-responses:test-model"
+    base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
+    api_key_variable: ClassVar[str] = "OPENAI_API_KEY"
+    signature: ClassVar[str | None] = RESPONSES_ENCRYPTED
+    marks_errors: ClassVar[bool] = False
+    serve: ClassVar[Serve] = staticmethod(serve_openai_responses)
+
+    def opaque(self) -> dict[str, Any]:
+        return {"openai-responses": {"output": [RESPONSES_REASONING]}}
+
+    def model(
+        self,
+        server: OpenAICompatibleServer,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        thinking: bool = False,
+    ) -> ChatModel:
+        """The client on ``server``; ``thinking`` asks for low effort and a summary."""
+        return OpenAIResponsesModel(
+            "test-model",
+            base_url=server.base_url,
+            http_client=http_client,
+            reasoning_effort="low" if thinking else None,
+            reasoning_summary="auto" if thinking else None,
+            api_key=KEY,
+            retry_backoff=0.01,
+        )
+
+    def reply(self, message: AssistantMessage | str) -> ServerReply:
+        return ResponsesSSEReply.of(message, usage=USAGE)
+
+    def hanging(self, text: str) -> ResponsesSSEReply:
+        return ResponsesSSEReply(responses_events(text)[:6], ending="hang")
+
+    def cut_inside_call(self, message: AssistantMessage) -> ServerReply:
+        events = responses_events(message, chunk_size=3)
+        inside = next(
+            i for i, e in enumerate(events) if e["type"] == "response.function_call_arguments.delta"
+        )
+        return ResponsesSSEReply(events[: inside + 1], ending="cut")
+
+    def error(self, status: int, retry_after: float) -> ServerReply:
+        headers = {"retry-after": str(retry_after)}
+        return responses_error_reply(status, "busy", headers=headers)
+
+    def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
+        outputs = itertools.takewhile(
+            lambda i: i.get("type") == "function_call_output", body["input"][::-1]
+        )
+        return {i["call_id"]: (i["output"], False) for i in reversed(list(outputs))}
+
+    def conversation(self, body: Mapping[str, Any]) -> list[Any]:
+        return list(body["input"])
+
+    def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
+        """The reasoning item goes back verbatim, encrypted content and all, right before
+        the items it was paired with (their ids kept), statelessly; with ``thinking``, the
+        request asks for reasoning."""
+        items = body["input"]
+        at = items.index(RESPONSES_REASONING)
+        assert items[at + 1]["id"].startswith(("msg_", "fc_"))
+        assert body["store"] is False and body["include"] == ["reasoning.encrypted_content"]
+        if thinking:
+            assert body["reasoning"] == {"effort": "low", "summary": "auto"}
+
+
+Provider = OpenAIChatDriver | AnthropicDriver | OpenAIResponsesDriver
+PROVIDERS: list[Provider] = [OpenAIChatDriver(), AnthropicDriver(), OpenAIResponsesDriver()]
+
+
+def every_opaque() -> dict[str, Any]:
+    """The opaque data of every provider, as a message that has been through all of them
+    (a fallback chain) carries it: each provider must send back only its own."""
+    data: dict[str, Any] = {}
+    for driver in PROVIDERS:
+        data.update(driver.opaque())
+    return data
+
+
+def check_only_own_opaque_data(provider: Provider, body: Mapping[str, Any]) -> None:
+    """``body`` carries ``provider``'s signature and no other provider's."""
+    sent = json.dumps(body)
+    for driver in PROVIDERS:
+        if driver.signature is not None:
+            assert (driver.signature in sent) == (driver.name == provider.name), driver.name
