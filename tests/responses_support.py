@@ -1,10 +1,14 @@
-"""What the tests of ``OpenAIResponsesModel`` share: an answer with encrypted reasoning,
-a message and two parallel calls, as the model keeps it, and a conversation that uses
-every kind of input item."""
+"""What the tests of ``OpenAIResponsesModel`` share: the ``server_for`` fixture and
+``model_for``; an answer with encrypted reasoning, a message and two parallel calls, as
+the model keeps it; a conversation that uses every kind of input item."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
+
+import pytest
 
 from reactcore import (
     AssistantMessage,
@@ -13,6 +17,7 @@ from reactcore import (
     FilePart,
     ImagePart,
     ModelRequest,
+    OpenAIResponsesModel,
     SystemMessage,
     ToolCall,
     ToolResponse,
@@ -20,6 +25,7 @@ from reactcore import (
     UserMessage,
 )
 from reactcore.models import ToolSpec, Usage
+from reactcore.testing import OpenAICompatibleServer, Script, serve_openai_responses
 
 KEY = "sk-responses-test-7f3a9c2e1d0b"
 ENCRYPTED = "gAAAAABo-encrypted-reasoning-of-the-model=="
@@ -91,3 +97,20 @@ def rich_request(**options: Any) -> ModelRequest:
         ),
         options=ChatOptions(**options),
     )
+
+
+ServerFor = Callable[[Script], OpenAICompatibleServer]
+
+
+@pytest.fixture(name="server_for")
+def server_for_fixture() -> Iterator[ServerFor]:
+    """The ``server_for`` fixture (import it into a test module to use it):
+    ``server_for(script)`` starts a loopback Responses server that stops with the test."""
+    with contextlib.ExitStack() as stack:
+        yield lambda script: stack.enter_context(serve_openai_responses(script))
+
+
+def model_for(server: OpenAICompatibleServer, **kwargs: Any) -> OpenAIResponsesModel:
+    """The client on ``server``, retrying quickly."""
+    kwargs.setdefault("retry_backoff", 0.01)
+    return OpenAIResponsesModel("gpt-5", base_url=server.base_url, api_key=KEY, **kwargs)
