@@ -12,7 +12,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import attrs
+import httpx
 import structlog
+
+from reactcore import ChatModel, ChunkAssembler, ModelRequest, ModelResponse, UserMessage
 
 Plan = TypeVar("Plan")
 Run = Callable[[], Awaitable[None]]
@@ -110,3 +113,43 @@ async def measure(section: str, backend: str, cases: Sequence[Case], repeat: int
         )
         for case in cases
     ]
+
+
+def sse_transport(body: bytes, http: Any) -> Any:
+    """A transport answering every request with the event-stream ``body`` (``http``:
+    httpx, or the httpx fork the official SDKs use, ``httpx2``)."""
+
+    def answer(request: Any) -> Any:
+        return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    return http.MockTransport(answer)
+
+
+async def alternate(
+    sides: Sequence[Callable[[bytes], Awaitable[float]]], body: bytes, repeat: int
+) -> list[float]:
+    """The median seconds of each side reading ``body``: each warmed up once, then run
+    ``repeat`` times, in turn, so that the machine's load falls on every side alike."""
+    for side in sides:
+        await side(body)
+    times: list[list[float]] = [[] for _ in sides]
+    for _ in range(repeat):
+        for side, found in zip(sides, times, strict=True):
+            found.append(await side(body))
+    return [statistics.median(found) for found in times]
+
+
+async def reactcore_stream(
+    body: bytes, model: Callable[[httpx.AsyncClient], ChatModel]
+) -> tuple[float, ModelResponse]:
+    """The seconds ``model`` (made on a client answering with ``body``) takes to stream
+    the answer into a ``ChunkAssembler`` (the agent loop's path), and the answer."""
+    async with httpx.AsyncClient(transport=sse_transport(body, httpx)) as client:
+        chat_model = model(client)
+        start = time.perf_counter()
+        assembler = ChunkAssembler()
+        async with chat_model.stream(ModelRequest([UserMessage("hi")])) as chunks:
+            async for chunk in chunks:
+                assembler.add(chunk)
+        seconds = time.perf_counter() - start
+    return seconds, assembler.result()

@@ -16,7 +16,6 @@ reactcore (above 1: reactcore is faster). asyncio only (the SDK's home backend).
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -29,15 +28,13 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse
+from _common import alternate, parse, reactcore_stream, sse_transport
 
 from reactcore import (
     AnthropicModel,
     AssistantMessage,
-    ChunkAssembler,
-    ModelRequest,
+    ChatModel,
     ToolCall,
-    UserMessage,
 )
 from reactcore.testing import anthropic_events
 
@@ -72,33 +69,20 @@ def stream_body(events: int) -> tuple[bytes, int]:
     return body, len(frames)
 
 
-def transport(body: bytes, http: Any = httpx) -> Any:
-    """A transport answering every request with ``body`` (``http``: httpx, or the httpx
-    fork the SDK uses, ``httpx2``)."""
-
-    def answer(request: Any) -> Any:
-        return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
-
-    return http.MockTransport(answer)
-
-
 async def with_reactcore(body: bytes) -> float:
-    async with httpx.AsyncClient(transport=transport(body)) as client:
-        model = AnthropicModel("m", base_url="http://bench", api_key="k", http_client=client)
-        start = time.perf_counter()
-        assembler = ChunkAssembler()
-        async with model.stream(ModelRequest([UserMessage("hi")])) as chunks:
-            async for chunk in chunks:
-                assembler.add(chunk)
-        assert len(assembler.result().message.tool_calls) == 2
-        return time.perf_counter() - start
+    def model(client: httpx.AsyncClient) -> ChatModel:
+        return AnthropicModel("m", base_url="http://bench", api_key="k", http_client=client)
+
+    seconds, response = await reactcore_stream(body, model)
+    assert len(response.message.tool_calls) == 2
+    return seconds
 
 
 async def with_sdk(body: bytes) -> float:
     import anthropic
     import httpx2  # the SDK's own httpx
 
-    async with httpx2.AsyncClient(transport=transport(body, httpx2)) as client:
+    async with httpx2.AsyncClient(transport=sse_transport(body, httpx2)) as client:
         sdk = anthropic.AsyncAnthropic(
             base_url="http://bench", api_key="k", http_client=client, max_retries=0
         )
@@ -113,14 +97,7 @@ async def with_sdk(body: bytes) -> float:
 
 async def measure(plan: Plan) -> dict[str, Any]:
     body, count = stream_body(plan.events)
-    ours: list[float] = []
-    theirs: list[float] = []
-    await with_reactcore(body)  # warm both paths up once
-    await with_sdk(body)
-    for _ in range(plan.repeat):
-        ours.append(await with_reactcore(body))
-        theirs.append(await with_sdk(body))
-    reactcore_s, sdk_s = statistics.median(ours), statistics.median(theirs)
+    reactcore_s, sdk_s = await alternate([with_reactcore, with_sdk], body, plan.repeat)
     return {
         "events": count,
         "bytes": len(body),

@@ -124,6 +124,7 @@ from .models.base import ToolCallDelta as ToolCallDelta
 from .models.base import ToolSpec as ToolSpec
 from .models.base import Usage as Usage
 from .models.openai import OpenAIChatModel as OpenAIChatModel
+from .models.openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
 
 __all__ = [
     "AgentLlmNode",
@@ -180,6 +181,7 @@ __all__ = [
     "ModelTimeoutError",
     "ModelTruncatedError",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "OutputParseError",
     "OverAllState",
     "PIIDetectedError",

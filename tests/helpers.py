@@ -17,7 +17,10 @@ import sniffio
 
 from reactcore import (
     AssistantMessage,
+    ChatModel,
+    ChunkAssembler,
     ModelRequest,
+    ModelResponse,
     OverAllState,
     ToolCall,
     ToolResponseMessage,
@@ -25,6 +28,7 @@ from reactcore import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+HI = ModelRequest([UserMessage("hi")])
 
 
 def call(call_id: str, name: str, /, **arguments: Any) -> ToolCall:
@@ -74,6 +78,15 @@ def answers(request: ModelRequest) -> AssistantMessage:
         for r in m.responses
     ]
     return AssistantMessage(" | ".join(texts))
+
+
+async def streamed(model: ChatModel, request: ModelRequest = HI) -> ModelResponse:
+    """``model``'s streamed answer to ``request``, assembled as the agent loop assembles it."""
+    assembler = ChunkAssembler()
+    async with model.stream(request) as chunks:
+        async for chunk in chunks:
+            assembler.add(chunk)
+    return assembler.result()
 
 
 ROOT = Path(__file__).resolve().parent.parent

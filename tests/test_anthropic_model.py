@@ -16,12 +16,10 @@ from reactcore import (
     AnthropicModel,
     AssistantMessage,
     ChatOptions,
-    ChunkAssembler,
     ImagePart,
     ModelChunk,
     ModelHTTPError,
     ModelRequest,
-    ModelResponse,
     ModelStreamError,
     ModelTruncatedError,
     SystemMessage,
@@ -42,6 +40,7 @@ from reactcore.testing import (
     anthropic_message_reply,
     serve_anthropic,
 )
+from tests.helpers import streamed
 
 KEY = "sk-ant-test-9d8c7b6a5f4e3d2c1b0a"
 REQUEST = ModelRequest([UserMessage("hi")])
@@ -78,14 +77,6 @@ def server_for() -> Iterator[ServerFor]:
 def model_for(server: OpenAICompatibleServer, **kwargs: Any) -> AnthropicModel:
     kwargs.setdefault("retry_backoff", 0.01)
     return AnthropicModel("claude-test", base_url=server.base_url, api_key=KEY, **kwargs)
-
-
-async def streamed(model: AnthropicModel, request: ModelRequest = REQUEST) -> ModelResponse:
-    assembler = ChunkAssembler()
-    async with model.stream(request) as chunks:
-        async for chunk in chunks:
-            assembler.add(chunk)
-    return assembler.result()
 
 
 # --- the loopback server, proven with the official SDK ------------------------------------

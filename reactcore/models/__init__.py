@@ -1,9 +1,9 @@
 """Chat models: the ``ChatModel`` protocol the LLM node talks to, and the clients that
 implement it, one module per provider wire format over one shared HTTP layer.
 
-A model can be named by a provider string, ``"openai:gpt-4.1"`` or
-``"anthropic:claude-sonnet-4-5"`` (``infer_model``); keys and base URLs come from the
-environment then.
+A model can be named by a provider string, ``"openai:gpt-4.1"``,
+``"anthropic:claude-sonnet-4-5"`` or ``"openai-responses:gpt-5"`` (``infer_model``); keys
+and base URLs come from the environment then.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .base import ToolCallDelta as ToolCallDelta
 from .base import ToolSpec as ToolSpec
 from .base import Usage as Usage
 from .openai import OpenAIChatModel as OpenAIChatModel
+from .openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
 
 __all__ = [
     "AnthropicModel",
@@ -31,6 +32,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "ToolCallDelta",
     "ToolSpec",
     "Usage",

@@ -2,7 +2,8 @@
 
 A string names a provider and a model, ``"<provider>:<model>"``; the provider's client is
 made with its defaults, which come from the environment as pydantic-ai users know them
-(``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``).
+(``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``);
+``"openai-responses:<model>"`` is OpenAI's Responses API, with OpenAI's variables.
 ``ReactAgent`` and ``ModelFallbackInterceptor`` take such strings through ``as_chat_model``,
 the one place a string becomes a model.
 """
@@ -15,10 +16,12 @@ from ._client import HTTPModel
 from .anthropic import AnthropicModel
 from .base import ChatModel
 from .openai import OpenAIChatModel
+from .openai_responses import OpenAIResponsesModel
 
 _PROVIDERS: dict[str, type[HTTPModel]] = {
     "anthropic": AnthropicModel,
     "openai": OpenAIChatModel,
+    "openai-responses": OpenAIResponsesModel,
 }
 
 
