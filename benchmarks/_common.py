@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import logging
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import attrs
+import httpx
 import structlog
+
+from reactcore import ChatModel, ChunkAssembler, ModelRequest, ModelResponse, UserMessage
 
 Plan = TypeVar("Plan")
 Run = Callable[[], Awaitable[None]]
@@ -110,3 +116,78 @@ async def measure(section: str, backend: str, cases: Sequence[Case], repeat: int
         )
         for case in cases
     ]
+
+
+def sse_transport(body: bytes, http: Any) -> Any:
+    """A transport answering every request with the event-stream ``body`` (``http``:
+    httpx, or the httpx fork the official SDKs use, ``httpx2``)."""
+
+    def answer(request: Any) -> Any:
+        return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    return http.MockTransport(answer)
+
+
+async def alternate(
+    sides: Sequence[Callable[[bytes], Awaitable[float]]], body: bytes, repeat: int
+) -> list[float]:
+    """The median seconds of each side reading ``body``: each warmed up once, then run
+    ``repeat`` times, in turn, so that the machine's load falls on every side alike."""
+    for side in sides:
+        await side(body)
+    times: list[list[float]] = [[] for _ in sides]
+    for _ in range(repeat):
+        for side, found in zip(sides, times, strict=True):
+            found.append(await side(body))
+    return [statistics.median(found) for found in times]
+
+
+async def reactcore_stream(
+    body: bytes, model: Callable[[httpx.AsyncClient], ChatModel]
+) -> tuple[float, ModelResponse]:
+    """The seconds ``model`` (made on a client answering with ``body``) takes to stream
+    the answer into a ``ChunkAssembler`` (the agent loop's path), and the answer."""
+    async with httpx.AsyncClient(transport=sse_transport(body, httpx)) as client:
+        chat_model = model(client)
+        start = time.perf_counter()
+        assembler = ChunkAssembler()
+        async with chat_model.stream(ModelRequest([UserMessage("hi")])) as chunks:
+            async for chunk in chunks:
+                assembler.add(chunk)
+        seconds = time.perf_counter() - start
+    return seconds, assembler.result()
+
+
+@attrs.frozen
+class StreamPlan:
+    events: int = 10_000
+    repeat: int = 5
+
+
+def against_the_sdk(
+    doc: str,
+    stream_body: Callable[[int], tuple[bytes, int]],
+    ours: Callable[[bytes], Awaitable[float]],
+    sdk: Callable[[bytes], Awaitable[float]],
+    argv: Sequence[str] | None = None,
+) -> None:
+    """A streamed-parse script: reactcore's reading (``ours``) against an official SDK's
+    (``sdk``) of one body of ``stream_body(events)``, alternating on asyncio (the SDKs'
+    backend); prints the medians and the ratio SDK / reactcore (``--json``: the row)."""
+    args, plan = parse(doc, StreamPlan(events=2_000, repeat=3), StreamPlan(), argv)
+    body, count = stream_body(plan.events)
+    reactcore_s, sdk_s = anyio.run(alternate, [ours, sdk], body, plan.repeat, backend="asyncio")
+    row = {
+        "events": count,
+        "bytes": len(body),
+        "reactcore_ms": round(reactcore_s * 1000, 2),
+        "sdk_ms": round(sdk_s * 1000, 2),
+        "sdk_over_reactcore": round(sdk_s / reactcore_s, 2),
+    }
+    print(f"{'events':>8} {'bytes':>9} {'reactcore ms':>13} {'SDK ms':>8} {'SDK/reactcore':>14}")
+    print(
+        f"{row['events']:>8} {row['bytes']:>9} {row['reactcore_ms']:>13.2f} {row['sdk_ms']:>8.2f}"
+        f" {row['sdk_over_reactcore']:>14.2f}"
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps([row], indent=2), encoding="utf-8")

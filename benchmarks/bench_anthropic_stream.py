@@ -24,11 +24,12 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _sdk_stream import assembled_in, main, transport
+from _common import against_the_sdk, reactcore_stream, sse_transport
 
 from reactcore import (
     AnthropicModel,
     AssistantMessage,
+    ChatModel,
     ToolCall,
 )
 from reactcore.testing import anthropic_events
@@ -59,16 +60,19 @@ def stream_body(events: int) -> tuple[bytes, int]:
 
 
 async def with_reactcore(body: bytes) -> float:
-    async with httpx.AsyncClient(transport=transport(body)) as client:
-        model = AnthropicModel("m", base_url="http://bench", api_key="k", http_client=client)
-        return await assembled_in(model, calls=2)
+    def model(client: httpx.AsyncClient) -> ChatModel:
+        return AnthropicModel("m", base_url="http://bench", api_key="k", http_client=client)
+
+    seconds, response = await reactcore_stream(body, model)
+    assert len(response.message.tool_calls) == 2
+    return seconds
 
 
 async def with_sdk(body: bytes) -> float:
     import anthropic
     import httpx2  # the SDK's own httpx
 
-    async with httpx2.AsyncClient(transport=transport(body, httpx2)) as client:
+    async with httpx2.AsyncClient(transport=sse_transport(body, httpx2)) as client:
         sdk = anthropic.AsyncAnthropic(
             base_url="http://bench", api_key="k", http_client=client, max_retries=0
         )
@@ -82,4 +86,4 @@ async def with_sdk(body: bytes) -> float:
 
 
 if __name__ == "__main__":
-    main(__doc__ or "", stream_body, with_reactcore, with_sdk)
+    against_the_sdk(__doc__ or "", stream_body, with_reactcore, with_sdk)

@@ -26,10 +26,11 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _sdk_stream import assembled_in, main, transport
+from _common import against_the_sdk, reactcore_stream, sse_transport
 
 from reactcore import (
     AssistantMessage,
+    ChatModel,
     GeminiModel,
     ToolCall,
 )
@@ -61,16 +62,19 @@ def stream_body(events: int) -> tuple[bytes, int]:
 
 
 async def with_reactcore(body: bytes) -> float:
-    async with httpx.AsyncClient(transport=transport(body)) as client:
-        model = GeminiModel("m", base_url="http://bench", api_key="k", http_client=client)
-        return await assembled_in(model, calls=2)
+    def model(client: httpx.AsyncClient) -> ChatModel:
+        return GeminiModel("m", base_url="http://bench", api_key="k", http_client=client)
+
+    seconds, response = await reactcore_stream(body, model)
+    assert len(response.message.tool_calls) == 2
+    return seconds
 
 
 async def with_sdk(body: bytes) -> float:
     from google import genai
     from google.genai import types
 
-    async with httpx.AsyncClient(transport=transport(body)) as client:
+    async with httpx.AsyncClient(transport=sse_transport(body, httpx)) as client:
         options = types.HttpOptions(
             base_url="http://bench",
             api_version="v1beta",
@@ -88,4 +92,4 @@ async def with_sdk(body: bytes) -> float:
 
 
 if __name__ == "__main__":
-    main(__doc__ or "", stream_body, with_reactcore, with_sdk)
+    against_the_sdk(__doc__ or "", stream_body, with_reactcore, with_sdk)

@@ -125,6 +125,7 @@ from .models.base import ToolSpec as ToolSpec
 from .models.base import Usage as Usage
 from .models.gemini import GeminiModel as GeminiModel
 from .models.openai import OpenAIChatModel as OpenAIChatModel
+from .models.openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
 
 __all__ = [
     "AgentLlmNode",
@@ -182,6 +183,7 @@ __all__ = [
     "ModelTimeoutError",
     "ModelTruncatedError",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "OutputParseError",
     "OverAllState",
     "PIIDetectedError",

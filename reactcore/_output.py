@@ -27,7 +27,7 @@ import cattrs
 
 from ._exceptions import OutputParseError
 from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
-from ._schema import json_schema
+from ._schema import is_strict, json_schema
 from ._serde import converter, describe_error
 from ._tools import Tool
 
@@ -56,23 +56,6 @@ def parse_output(text: str, output_type: type) -> Any:
         ) from exc
 
 
-def _is_strict(schema: Any) -> bool:
-    """Whether ``schema`` is in the subset strict structured outputs accept: every object
-    closed with all its properties required, and no defaults."""
-    if isinstance(schema, list):
-        return all(_is_strict(s) for s in schema)
-    if not isinstance(schema, dict):
-        return True
-    if "default" in schema:
-        return False
-    if schema.get("type") == "object":
-        properties = schema.get("properties", {})
-        closed = schema.get("additionalProperties") is False
-        if not closed or set(schema.get("required", ())) != set(properties):
-            return False
-    return all(_is_strict(v) for k, v in schema.items() if k != "enum")
-
-
 def _schema_name(output_type: type) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", output_type.__name__)[:64] or "output"
 
@@ -80,7 +63,7 @@ def _schema_name(output_type: type) -> str:
 def response_format(output_type: type) -> dict[str, Any]:
     """The chat-completions ``response_format`` holding the model to ``output_type``."""
     schema = json_schema(output_type)
-    spec = {"name": _schema_name(output_type), "schema": schema, "strict": _is_strict(schema)}
+    spec = {"name": _schema_name(output_type), "schema": schema, "strict": is_strict(schema)}
     return {"type": "json_schema", "json_schema": spec}
 
 

@@ -142,3 +142,21 @@ def object_schema(fields: Any, hints: dict[str, Any]) -> dict[str, Any]:
     if required:
         schema["required"] = required
     return schema
+
+
+def is_strict(schema: Any) -> bool:
+    """Whether ``schema`` is in the subset OpenAI's strict mode accepts (structured outputs,
+    strict function tools): every object closed with all its properties required, and no
+    defaults."""
+    if isinstance(schema, list):
+        return all(is_strict(s) for s in schema)
+    if not isinstance(schema, dict):
+        return True
+    if "default" in schema:
+        return False
+    if schema.get("type") == "object":
+        properties = schema.get("properties", {})
+        closed = schema.get("additionalProperties") is False
+        if not closed or set(schema.get("required", ())) != set(properties):
+            return False
+    return all(is_strict(v) for k, v in schema.items() if k != "enum")

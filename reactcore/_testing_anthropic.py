@@ -7,13 +7,22 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 
 from . import _validate as valid
 from ._messages import AssistantMessage
+from ._testing_sse import (
+    ENDINGS,
+    EVENTS,
+    THREADING_EVENT,
+    Ending,
+    TypedEvent,
+    send_events,
+    to_events,
+)
 from .models.anthropic import _assistant_blocks
 from .models.base import Usage
 
@@ -138,26 +147,9 @@ def anthropic_events(
     return events
 
 
-AnthropicEvent: TypeAlias = Mapping[str, Any] | str
+AnthropicEvent: TypeAlias = TypedEvent
 """A streamed event: a JSON object (sent under ``event: <its type>``) or raw text sent as
 the ``data`` of an untyped event as is (e.g. malformed JSON)."""
-
-
-def _frame(event: AnthropicEvent) -> bytes:
-    if isinstance(event, str):
-        return f"event: message\ndata: {event}\n\n".encode()
-    return f"event: {event.get('type')}\ndata: {json.dumps(dict(event))}\n\n".encode()
-
-
-def _to_events(value: Sequence[AnthropicEvent]) -> tuple[AnthropicEvent, ...]:
-    return tuple(value) if valid.ITERABLE.accepts(value) else valid.leave(value)
-
-
-_EVENTS = valid.each(valid.instance_of((Mapping, str), "a mapping or a str"))
-_EVENT = valid.satisfies(
-    "a threading.Event (with set and wait)",
-    test=lambda v: callable(getattr(v, "set", None)) and callable(getattr(v, "wait", None)),
-)
 
 
 @attrs.frozen
@@ -167,12 +159,10 @@ class AnthropicSSEReply:
     ``"cut"`` the connection closed mid-body; ``"hang"`` the stream stays open until the
     client leaves (``client_left`` is set then)."""
 
-    events: tuple[AnthropicEvent, ...] = attrs.field(converter=_to_events, validator=_EVENTS)
-    ending: Literal["eof", "cut", "hang"] = attrs.field(
-        default="eof", validator=valid.one_of("eof", "cut", "hang")
-    )
+    events: tuple[AnthropicEvent, ...] = attrs.field(converter=to_events, validator=EVENTS)
+    ending: Ending = attrs.field(default="eof", validator=valid.one_of(*ENDINGS))
     client_left: threading.Event = attrs.field(
-        factory=threading.Event, eq=False, repr=False, validator=_EVENT
+        factory=threading.Event, eq=False, repr=False, validator=THREADING_EVENT
     )
 
     @classmethod
@@ -183,23 +173,7 @@ class AnthropicSSEReply:
         return cls(anthropic_events(message, usage=usage, chunk_size=chunk_size))
 
     async def respond(self, exchange: Exchange) -> None:
-        await send_stream(exchange, map(_frame, self.events), self.ending, self.client_left)
-
-
-async def send_stream(
-    exchange: Exchange, frames: Iterable[bytes], ending: str, client_left: threading.Event
-) -> None:
-    """An SSE answer of ``frames``, then its ending: ``"eof"`` a clean end, ``"cut"`` the
-    connection closed mid-body, ``"hang"`` open until the client leaves (``client_left``
-    is set then) or the server stops."""
-    await exchange.start(200, {"content-type": "text/event-stream", "cache-control": "no-cache"})
-    for frame in frames:
-        await exchange.body(frame, more=True)
-    if ending == "eof":
-        await exchange.body(b"", more=False)
-    elif ending == "hang" and await exchange.wait_gone():
-        client_left.set()
-    # "cut": return mid-body; the server closes the connection.
+        await send_events(exchange, self.events, self.ending, self.client_left)
 
 
 def anthropic_message_reply(

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 
 from . import _validate as valid
 from ._messages import AssistantMessage
-from ._testing_anthropic import _EVENT, _EVENTS, _to_events, send_stream
+from ._testing_sse import ENDINGS, EVENTS, THREADING_EVENT, Ending, send_events, to_events
 from .models._gemini_parts import model_parts
 from .models.base import Usage
 
@@ -151,12 +151,10 @@ class GeminiSSEReply:
     mid-body; ``"hang"`` the stream stays open until the client leaves (``client_left`` is
     set then)."""
 
-    chunks: tuple[GeminiChunk, ...] = attrs.field(converter=_to_events, validator=_EVENTS)
-    ending: Literal["eof", "cut", "hang"] = attrs.field(
-        default="eof", validator=valid.one_of("eof", "cut", "hang")
-    )
+    chunks: tuple[GeminiChunk, ...] = attrs.field(converter=to_events, validator=EVENTS)
+    ending: Ending = attrs.field(default="eof", validator=valid.one_of(*ENDINGS))
     client_left: threading.Event = attrs.field(
-        factory=threading.Event, eq=False, repr=False, validator=_EVENT
+        factory=threading.Event, eq=False, repr=False, validator=THREADING_EVENT
     )
 
     @classmethod
@@ -174,7 +172,7 @@ class GeminiSSEReply:
         )
 
     async def respond(self, exchange: Exchange) -> None:
-        await send_stream(exchange, map(_frame, self.chunks), self.ending, self.client_left)
+        await send_events(exchange, self.chunks, self.ending, self.client_left, _frame)
 
 
 def gemini_reply(

@@ -1,5 +1,5 @@
-"""Public test helpers: a scripted chat model and local OpenAI-compatible, Anthropic and
-Gemini servers.
+"""Public test helpers: a scripted chat model and local OpenAI-compatible, Anthropic,
+OpenAI Responses and Gemini servers.
 
 ``ScriptedChatModel`` answers from a script, with no network (see its module).
 
@@ -63,6 +63,12 @@ from ._testing_gemini import gemini_error_reply as gemini_error_reply
 from ._testing_gemini import gemini_reply as gemini_reply
 from ._testing_gemini import gemini_response_json as gemini_response_json
 from ._testing_gemini import gemini_usage_json as gemini_usage_json
+from ._testing_responses import ResponsesEvent as ResponsesEvent
+from ._testing_responses import ResponsesSSEReply as ResponsesSSEReply
+from ._testing_responses import responses_error_reply as responses_error_reply
+from ._testing_responses import responses_events as responses_events
+from ._testing_responses import responses_json as responses_json
+from ._testing_responses import responses_reply as responses_reply
 from .models.base import ModelChunk, ToolCallDelta, Usage
 from .models.scripted import ScriptedChatModel as ScriptedChatModel
 from .models.scripted import character_usage as character_usage
@@ -80,6 +86,8 @@ __all__ = [
     "HTTPReply",
     "HangReply",
     "OpenAICompatibleServer",
+    "ResponsesEvent",
+    "ResponsesSSEReply",
     "SSEEvent",
     "SSEReply",
     "Script",
@@ -99,9 +107,14 @@ __all__ = [
     "gemini_response_json",
     "gemini_usage_json",
     "message_chunks",
+    "responses_error_reply",
+    "responses_events",
+    "responses_json",
+    "responses_reply",
     "serve_anthropic",
     "serve_gemini",
     "serve_openai_compatible",
+    "serve_openai_responses",
 ]
 
 _ASGIMessage: TypeAlias = MutableMapping[str, Any]
@@ -520,6 +533,17 @@ def serve_anthropic(script: Script) -> Iterator[OpenAICompatibleServer]:
     and the official SDK take (without ``/v1``). It runs as ``serve_openai_compatible``
     does."""
     with _serve(script, "", "/v1/messages", "Anthropic") as server:
+        yield server
+
+
+@contextmanager
+def serve_openai_responses(script: Script) -> Iterator[OpenAICompatibleServer]:
+    """Run a local OpenAI Responses server answering ``POST /v1/responses`` from
+    ``script`` for the block (replies: ``ResponsesSSEReply``, ``responses_reply``,
+    ``responses_error_reply``, ``HangReply`` …); ``base_url`` ends with ``/v1``, as
+    ``OpenAIResponsesModel`` and the official ``openai`` SDK take it. It runs as
+    ``serve_openai_compatible`` does."""
+    with _serve(script, "/v1", "/responses", "Responses") as server:
         yield server
 
 

@@ -31,6 +31,7 @@ from reactcore import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+HI = ModelRequest([UserMessage("hi")])
 
 
 def call(call_id: str, name: str, /, **arguments: Any) -> ToolCall:
@@ -71,15 +72,6 @@ def response_texts(update: dict[str, Any]) -> list[str]:
     return [r.response_data for r in message.responses]
 
 
-async def assembled(model: ChatModel, request: ModelRequest) -> ModelResponse:
-    """``model``'s streamed answer to ``request``, its chunks joined (``ChunkAssembler``)."""
-    assembler = ChunkAssembler()
-    async with model.stream(request) as chunks:
-        async for chunk in chunks:
-            assembler.add(chunk)
-    return assembler.result()
-
-
 async def cancel_after_first_chunk(
     model: ChatModel, request: ModelRequest, client_left: threading.Event
 ) -> None:
@@ -104,6 +96,15 @@ def answers(request: ModelRequest) -> AssistantMessage:
         for r in m.responses
     ]
     return AssistantMessage(" | ".join(texts))
+
+
+async def streamed(model: ChatModel, request: ModelRequest = HI) -> ModelResponse:
+    """``model``'s streamed answer to ``request``, assembled as the agent loop assembles it."""
+    assembler = ChunkAssembler()
+    async with model.stream(request) as chunks:
+        async for chunk in chunks:
+            assembler.add(chunk)
+    return assembler.result()
 
 
 def start_script(script: Path, *args: str) -> subprocess.Popen[str]:

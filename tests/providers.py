@@ -1,7 +1,8 @@
 """Provider drivers for the scenarios every wire dialect must pass
 (``test_agent_providers.py``): one small class per provider, each knowing its loopback
 server, its client, how its replies and errors are built, and how its requests carry tool
-results and its opaque provider data (thinking signatures, encrypted reasoning).
+results and its opaque provider data (thinking signatures, encrypted reasoning), and what
+its request calls the conversation.
 
 A scenario takes the ``provider`` fixture and speaks only through a driver, so a new
 provider joins every scenario by adding a driver to ``PROVIDERS``.
@@ -19,22 +20,33 @@ from typing import Any, ClassVar
 import attrs
 import httpx
 
-from reactcore import AnthropicModel, AssistantMessage, ChatModel, GeminiModel, OpenAIChatModel
+from reactcore import (
+    AnthropicModel,
+    AssistantMessage,
+    ChatModel,
+    GeminiModel,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+)
 from reactcore.models import Usage
 from reactcore.testing import (
     AnthropicSSEReply,
     GeminiSSEReply,
     HTTPReply,
     OpenAICompatibleServer,
+    ResponsesSSEReply,
     ServerReply,
     SSEReply,
     anthropic_error_reply,
     anthropic_events,
     gemini_chunks,
     gemini_error_reply,
+    responses_error_reply,
+    responses_events,
     serve_anthropic,
     serve_gemini,
     serve_openai_compatible,
+    serve_openai_responses,
 )
 
 KEY = "sk-provider-scenarios-4c2e"
@@ -97,15 +109,15 @@ class OpenAIChatDriver:
         """A retryable error status asking for a pause of ``retry_after`` seconds."""
         return HTTPReply.error(status, "busy", headers={"retry-after": str(retry_after)})
 
-    def turns(self, body: Mapping[str, Any]) -> list[Any]:
-        """The conversation ``body`` sends, turn by turn."""
-        return list(body["messages"])
-
     def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
         """The tool results ``body`` sends back last, by call id: their text and whether
         they are marked as errors."""
         tail = itertools.takewhile(lambda m: m["role"] == "tool", body["messages"][::-1])
         return {m["tool_call_id"]: (m["content"], False) for m in reversed(list(tail))}
+
+    def conversation(self, body: Mapping[str, Any]) -> list[Any]:
+        """The conversation ``body`` sends: its messages."""
+        return list(body["messages"])
 
     def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
         """Assert ``body`` sends this provider's opaque data back as it came: none here."""
@@ -169,14 +181,14 @@ class AnthropicDriver:
         headers = {"retry-after": str(retry_after)}
         return anthropic_error_reply(status, "busy", error_type="overloaded_error", headers=headers)
 
-    def turns(self, body: Mapping[str, Any]) -> list[Any]:
-        return list(body["messages"])
-
     def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
         blocks = body["messages"][-1]["content"]
         return {
             b["tool_use_id"]: (b["content"][0]["text"], b.get("is_error", False)) for b in blocks
         }
+
+    def conversation(self, body: Mapping[str, Any]) -> list[Any]:
+        return list(body["messages"])
 
     def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
         """The signed thinking block leads the first assistant turn, verbatim; with
@@ -185,6 +197,88 @@ class AnthropicDriver:
         assert assistant["content"][0] == ANTHROPIC_THINKING
         if thinking:
             assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+
+
+RESPONSES_ENCRYPTED = "gAAAAABo-encrypted-reasoning-of-the-responses-model"
+RESPONSES_REASONING = {
+    "type": "reasoning",
+    "id": "rs_scenario",
+    "summary": [{"type": "summary_text", "text": "Both cities."}],
+    "encrypted_content": RESPONSES_ENCRYPTED,
+}
+
+
+@attrs.frozen
+class OpenAIResponsesDriver:
+    """OpenAI's Responses API: encrypted reasoning items as opaque data, sent back (with the
+    item ids they are paired with) on every stateless request; tool results are
+    ``function_call_output`` items, which have no error mark."""
+
+    name: ClassVar[str] = "openai-responses"
+    model_string: ClassVar[str] = "openai-responses:test-model"
+    base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
+    api_key_variable: ClassVar[str] = "OPENAI_API_KEY"
+    signature: ClassVar[str | None] = RESPONSES_ENCRYPTED
+    marks_errors: ClassVar[bool] = False
+    serve: ClassVar[Serve] = staticmethod(serve_openai_responses)
+
+    def opaque(self) -> dict[str, Any]:
+        return {"openai-responses": {"output": [RESPONSES_REASONING]}}
+
+    def model(
+        self,
+        server: OpenAICompatibleServer,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        thinking: bool = False,
+    ) -> ChatModel:
+        """The client on ``server``; ``thinking`` asks for low effort and a summary."""
+        return OpenAIResponsesModel(
+            "test-model",
+            base_url=server.base_url,
+            http_client=http_client,
+            reasoning_effort="low" if thinking else None,
+            reasoning_summary="auto" if thinking else None,
+            api_key=KEY,
+            retry_backoff=0.01,
+        )
+
+    def reply(self, message: AssistantMessage | str) -> ServerReply:
+        return ResponsesSSEReply.of(message, usage=USAGE)
+
+    def hanging(self, text: str) -> ResponsesSSEReply:
+        return ResponsesSSEReply(responses_events(text)[:6], ending="hang")
+
+    def cut_inside_call(self, message: AssistantMessage) -> ServerReply:
+        events = responses_events(message, chunk_size=3)
+        inside = next(
+            i for i, e in enumerate(events) if e["type"] == "response.function_call_arguments.delta"
+        )
+        return ResponsesSSEReply(events[: inside + 1], ending="cut")
+
+    def error(self, status: int, retry_after: float) -> ServerReply:
+        headers = {"retry-after": str(retry_after)}
+        return responses_error_reply(status, "busy", headers=headers)
+
+    def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
+        outputs = itertools.takewhile(
+            lambda i: i.get("type") == "function_call_output", body["input"][::-1]
+        )
+        return {i["call_id"]: (i["output"], False) for i in reversed(list(outputs))}
+
+    def conversation(self, body: Mapping[str, Any]) -> list[Any]:
+        return list(body["input"])
+
+    def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
+        """The reasoning item goes back verbatim, encrypted content and all, right before
+        the items it was paired with (their ids kept), statelessly; with ``thinking``, the
+        request asks for reasoning."""
+        items = body["input"]
+        at = items.index(RESPONSES_REASONING)
+        assert items[at + 1]["id"].startswith(("msg_", "fc_"))
+        assert body["store"] is False and body["include"] == ["reasoning.encrypted_content"]
+        if thinking:
+            assert body["reasoning"] == {"effort": "low", "summary": "auto"}
 
 
 GEMINI_SIGNATURE = "R2VtaW5pLXNpZ25lZCB0aG91Z2h0IHNpZ25hdHVyZQ=="
@@ -205,7 +299,7 @@ class GeminiDriver:
     one user turn, errors as ``{"error": …}``; a 429's wait in the body's ``RetryInfo``;
     calls arrive whole, so a stream is cut after a call, before its ``finishReason``."""
 
-    name: ClassVar[str] = "gemini"
+    name: ClassVar[str] = "google"  # the key of its provider data, as for the others
     model_string: ClassVar[str] = "google:gemini-test"
     base_url_variable: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"
     api_key_variable: ClassVar[str] = "GEMINI_API_KEY"
@@ -255,9 +349,6 @@ class GeminiDriver:
         """The wait asked for in the body (``RetryInfo.retryDelay``), no header."""
         return gemini_error_reply(status, "busy", retry_delay=retry_after)
 
-    def turns(self, body: Mapping[str, Any]) -> list[Any]:
-        return list(body["contents"])
-
     def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
         parts = body["contents"][-1]["parts"]
         responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
@@ -268,6 +359,9 @@ class GeminiDriver:
             )
             for r in responses
         }
+
+    def conversation(self, body: Mapping[str, Any]) -> list[Any]:
+        return list(body["contents"])
 
     def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
         """The first model turn goes back part for part: the thought, the text, the
@@ -282,8 +376,13 @@ class GeminiDriver:
             assert body["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 1024}
 
 
-Provider = OpenAIChatDriver | AnthropicDriver | GeminiDriver
-PROVIDERS: list[Provider] = [OpenAIChatDriver(), AnthropicDriver(), GeminiDriver()]
+Provider = OpenAIChatDriver | AnthropicDriver | OpenAIResponsesDriver | GeminiDriver
+PROVIDERS: list[Provider] = [
+    OpenAIChatDriver(),
+    AnthropicDriver(),
+    OpenAIResponsesDriver(),
+    GeminiDriver(),
+]
 
 
 def every_opaque() -> dict[str, Any]:

@@ -1,9 +1,9 @@
-"""Agent scenarios over every wire dialect (OpenAI-compatible, Anthropic, Gemini) — each a
-real loopback server, spoken to through the provider drivers of ``tests/providers.py`` —
-on asyncio and trio: a parallel batch under
-a limit, approval and resume from SQLite with thinking blocks intact, structured output
-with retries, 429/529, a stream cut inside a tool call, fallback from Anthropic to an
-OpenAI-compatible model mid-run without any foreign signature sent, ``cancel_tool``,
+"""Agent scenarios over every wire dialect (OpenAI chat completions, Anthropic, OpenAI
+Responses, Gemini) — each a real loopback server, spoken to through the provider drivers
+of ``tests/providers.py`` — on asyncio and trio: a parallel batch under
+a limit, approval and resume from SQLite with thinking blocks (or encrypted reasoning)
+intact, structured output with retries, 429/529, a stream cut inside a tool call,
+fallbacks mid-run between providers without any foreign opaque data sent, ``cancel_tool``,
 cancelling mid-stream, SIGKILL mid-batch and resume, and one thinking mode per tool
 loop across a fallback."""
 
@@ -65,7 +65,7 @@ def provider(request: pytest.FixtureRequest) -> Provider:
     return request.param  # type: ignore[no-any-return]
 
 
-OPENAI, ANTHROPIC = PROVIDERS[0], PROVIDERS[1]
+OPENAI, ANTHROPIC, RESPONSES, GEMINI = PROVIDERS
 SIGNATURE = ANTHROPIC_SIGNATURE
 
 
@@ -174,7 +174,7 @@ async def test_structured_output_with_a_retry(provider: Provider) -> None:
         agent = ReactAgent("w", provider.model(server), output_type=Forecast, output_mode="tool")
         result = await agent.invoke("forecast?")
     assert result.output == Forecast("Paris", 21)
-    assert "degrees" in json.dumps(provider.turns(server.requests[1])[-1])
+    assert "degrees" in json.dumps(provider.conversation(server.requests[1])[-1])
 
 
 @pytest.mark.parametrize("status", [429, 529, 503])
@@ -237,6 +237,42 @@ async def test_fallback_from_anthropic_to_openai_mid_run_sends_no_foreign_signat
     assert SIGNATURE in json.dumps(claude.requests[1])
     # The message in the result keeps its provider data for a later Anthropic request.
     assert result.messages[1].provider_data["anthropic"]["thinking"][0]["signature"] == SIGNATURE
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (RESPONSES, ANTHROPIC),
+        (ANTHROPIC, RESPONSES),
+        (RESPONSES, OPENAI),
+        (GEMINI, ANTHROPIC),
+        (RESPONSES, GEMINI),
+        (GEMINI, OPENAI),
+    ],
+    ids=lambda p: p.name,
+)
+async def test_a_fallback_mid_run_sends_none_of_the_first_providers_data(
+    first: Provider, second: Provider
+) -> None:
+    """The first provider answers with its opaque data (encrypted reasoning, a signed
+    thinking block, a thought signature) and a call, then fails (400); the fallback gets
+    the call and its result but none of that data, and finishes the run; the first
+    provider got its data back verbatim, and the message keeps it for a later request to
+    it."""
+    with (
+        first.serve([first.reply(asks_weather("Paris")), first.error(400, 0)]) as primary,
+        second.serve([second.reply("Sunny in Paris.")]) as backup,
+    ):
+        fallback = ModelFallbackInterceptor([second.model(backup)])
+        agent = ReactAgent("w", first.model(primary), tools=[weather], interceptors=[fallback])
+        result = await agent.invoke("weather?")
+    assert result.text == "Sunny in Paris."
+    assert first.signature is not None
+    sent = json.dumps(backup.requests[0])
+    assert first.signature not in sent and "rs_scenario" not in sent
+    assert second.results(backup.requests[0]) == {"toolu_0": ("sunny in Paris", False)}
+    first.check_round_trip(primary.requests[1])
+    assert first.name in result.messages[1].provider_data
 
 
 async def test_cancel_tool_on_a_running_call_and_the_run_goes_on(provider: Provider) -> None:

@@ -19,7 +19,6 @@ from reactcore import (
     ModelChunk,
     ModelHTTPError,
     ModelRequest,
-    ModelResponse,
     ModelStreamError,
     ModelTruncatedError,
     SystemMessage,
@@ -40,7 +39,7 @@ from reactcore.testing import (
     anthropic_message_reply,
     serve_anthropic,
 )
-from tests.helpers import assembled, cancel_after_first_chunk
+from tests.helpers import cancel_after_first_chunk, streamed
 
 KEY = "sk-ant-test-9d8c7b6a5f4e3d2c1b0a"
 REQUEST = ModelRequest([UserMessage("hi")])
@@ -77,10 +76,6 @@ def server_for() -> Iterator[ServerFor]:
 def model_for(server: OpenAICompatibleServer, **kwargs: Any) -> AnthropicModel:
     kwargs.setdefault("retry_backoff", 0.01)
     return AnthropicModel("claude-test", base_url=server.base_url, api_key=KEY, **kwargs)
-
-
-async def streamed(model: AnthropicModel, request: ModelRequest = REQUEST) -> ModelResponse:
-    return await assembled(model, request)
 
 
 # --- the loopback server, proven with the official SDK ------------------------------------

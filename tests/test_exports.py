@@ -65,7 +65,12 @@ def test_the_two_nodes_meet_only_in_the_loop() -> None:
 
 def test_every_provider_module_sends_through_the_shared_http_layer() -> None:
     """Provider modules are wire mappings: none builds or sends an httpx request itself."""
-    for module in ("models/openai", "models/anthropic", "models/gemini"):
+    for module in (
+        "models/openai",
+        "models/anthropic",
+        "models/openai_responses",
+        "models/gemini",
+    ):
         path = Path(reactcore.__file__).parent / f"{module}.py"
         if not path.exists():
             continue

@@ -22,7 +22,6 @@ from reactcore import (
     ModelError,
     ModelHTTPError,
     ModelRequest,
-    ModelResponse,
     ModelStreamError,
     ModelTruncatedError,
     ToolCall,
@@ -42,7 +41,7 @@ from reactcore.testing import (
     serve_gemini,
 )
 from tests.gemini_support import LAYOUT, PARALLEL, SIG_TEXT, THOUGHTS
-from tests.helpers import assembled, cancel_after_first_chunk
+from tests.helpers import cancel_after_first_chunk, streamed
 
 KEY = "AIzaSyTest-9d8c7b6a5f4e3d2c1b0a"
 REQUEST = ModelRequest([UserMessage("hi")])
@@ -75,10 +74,6 @@ def server_for() -> Iterator[ServerFor]:
 def model_for(server: OpenAICompatibleServer, **kwargs: Any) -> GeminiModel:
     kwargs.setdefault("retry_backoff", 0.01)
     return GeminiModel("gemini-test", base_url=server.base_url, api_key=KEY, **kwargs)
-
-
-async def streamed(model: GeminiModel, request: ModelRequest = REQUEST) -> ModelResponse:
-    return await assembled(model, request)
 
 
 # --- the loopback server, proven with the official SDK ------------------------------------

@@ -9,12 +9,20 @@ from reactcore import (
     GeminiModel,
     ModelFallbackInterceptor,
     OpenAIChatModel,
+    OpenAIResponsesModel,
     ReactAgent,
     infer_model,
 )
 from reactcore._messages import UserMessage
 from reactcore.models import ModelRequest, known_providers
-from reactcore.testing import GeminiSSEReply, SSEReply, serve_gemini, serve_openai_compatible
+from reactcore.testing import (
+    GeminiSSEReply,
+    ResponsesSSEReply,
+    SSEReply,
+    serve_gemini,
+    serve_openai_compatible,
+    serve_openai_responses,
+)
 
 KEY = "sk-provider-string-test"
 
@@ -45,6 +53,21 @@ def test_openai_string_makes_an_openai_model_from_the_environment(
     model = infer_model("openai:gpt-4.1")
     assert isinstance(model, OpenAIChatModel)
     assert (model.model, model.api_key, model.base_url) == ("gpt-4.1", KEY, "http://proxy.local/v1")
+
+
+def test_openai_responses_string_makes_a_responses_model_from_the_environment(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """``"openai-responses:gpt-5"`` is an ``OpenAIResponsesModel`` for ``gpt-5`` with
+    OpenAI's key and base URL; without the key it says to set ``OPENAI_API_KEY``."""
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        infer_model("openai-responses:gpt-5")
+    clean_env.setenv("OPENAI_API_KEY", KEY)
+    clean_env.setenv("OPENAI_BASE_URL", "http://proxy.local/v1")
+    model = infer_model("openai-responses:gpt-5")
+    assert isinstance(model, OpenAIResponsesModel)
+    assert (model.model, model.api_key, model.base_url) == ("gpt-5", KEY, "http://proxy.local/v1")
+    assert "openai-responses" in known_providers()
 
 
 def test_an_unknown_provider_lists_the_known_ones(clean_env: pytest.MonkeyPatch) -> None:
@@ -138,3 +161,16 @@ async def test_an_agent_takes_a_google_string(clean_env: pytest.MonkeyPatch) -> 
     assert result.text == "hello from Gemini"
     assert server.request_paths == ["/v1beta/models/gemini-test:streamGenerateContent?alt=sse"]
     assert server.request_headers[0]["x-goog-api-key"] == KEY
+
+
+@pytest.mark.anyio
+async def test_an_agent_takes_an_openai_responses_string(clean_env: pytest.MonkeyPatch) -> None:
+    """``ReactAgent("x", "openai-responses:m")`` answers through the Responses API at
+    ``OPENAI_BASE_URL``."""
+    with serve_openai_responses([ResponsesSSEReply.of("hello")]) as server:
+        clean_env.setenv("OPENAI_BASE_URL", server.base_url)
+        clean_env.setenv("OPENAI_API_KEY", KEY)
+        result = await ReactAgent("x", "openai-responses:test-model").invoke("hi")
+    assert result.text == "hello"
+    assert server.requests[0]["model"] == "test-model" and server.requests[0]["store"] is False
+    assert server.request_headers[0]["authorization"] == f"Bearer {KEY}"

@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 from .. import _validate as valid
+from .._batch import has_pending_updates
 from .._config import RunnableConfig
 from .._llm_node import next_request, side_call
 from .._logging import get_logger
@@ -22,7 +23,6 @@ from .._messages import (
 from .._result import TOKEN_USAGE
 from .._state import MESSAGES, OverAllState, ReplaceAll
 from .._tokens import OPTIONAL_COUNTER, TokenCounter, count_tokens
-from .._batch import has_pending_updates
 from ..models._infer import as_chat_model
 from ..models.base import ChatModel, ModelRequest, Usage
 from ._limits import name_field

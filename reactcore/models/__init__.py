@@ -2,8 +2,9 @@
 implement it, one module per provider wire format over one shared HTTP layer.
 
 A model can be named by a provider string, ``"openai:gpt-4.1"``,
-``"anthropic:claude-sonnet-4-5"`` or ``"google:gemini-2.5-flash"`` (``infer_model``); keys
-and base URLs come from the environment then.
+``"anthropic:claude-sonnet-4-5"``, ``"openai-responses:gpt-5"`` or
+``"google:gemini-2.5-flash"`` (``infer_model``); keys and base URLs come from the
+environment then.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .base import ToolSpec as ToolSpec
 from .base import Usage as Usage
 from .gemini import GeminiModel as GeminiModel
 from .openai import OpenAIChatModel as OpenAIChatModel
+from .openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
 
 __all__ = [
     "AnthropicModel",
@@ -33,6 +35,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "ToolCallDelta",
     "ToolSpec",
     "Usage",

@@ -4,7 +4,8 @@ A string names a provider and a model, ``"<provider>:<model>"``; the provider's 
 made with its defaults, which come from the environment as pydantic-ai users know them
 (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``,
 ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY`` / ``GOOGLE_GEMINI_BASE_URL`` for ``google:``, also
-spelled ``google-gla:`` as pydantic-ai spells the Gemini API).
+spelled ``google-gla:`` as pydantic-ai spells the Gemini API);
+``"openai-responses:<model>"`` is OpenAI's Responses API, with OpenAI's variables.
 ``ReactAgent`` and ``ModelFallbackInterceptor`` take such strings through ``as_chat_model``,
 the one place a string becomes a model.
 """
@@ -18,12 +19,14 @@ from .anthropic import AnthropicModel
 from .base import ChatModel
 from .gemini import GeminiModel
 from .openai import OpenAIChatModel
+from .openai_responses import OpenAIResponsesModel
 
 _PROVIDERS: dict[str, type[HTTPModel]] = {
     "anthropic": AnthropicModel,
     "google": GeminiModel,
     "google-gla": GeminiModel,  # pydantic-ai's name for the Gemini API
     "openai": OpenAIChatModel,
+    "openai-responses": OpenAIResponsesModel,
 }
 
 

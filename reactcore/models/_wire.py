@@ -27,9 +27,9 @@ def field(
     return value
 
 
-def json_object(value: Any, where: str, error: type[ModelError]) -> Mapping[str, Any]:
+def json_object(value: Any, where: str, error: type[ModelError]) -> dict[str, Any]:
     """``value``, which must be a JSON object, else ``error``."""
-    if not isinstance(value, dict):
+    if type(value) is not dict:
         raise malformed("an object", where, error)
     return value
 
