@@ -47,6 +47,7 @@ from reactcore.testing import (
     serve_openai_compatible,
 )
 from tests.helpers import asks
+from tests.providers import PROVIDERS, Provider
 
 pytestmark = pytest.mark.anyio
 
@@ -619,3 +620,28 @@ def test_content_capture_follows_the_conventions_env_var(monkeypatch: pytest.Mon
         assert not instrument(capture_content=False).capture_content
     finally:
         uninstrument()
+
+
+_CONVENTION_NAMES = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "openai-responses": "openai",
+    "google": "gcp.gemini",
+}
+
+
+@pytest.mark.parametrize("driver", PROVIDERS, ids=lambda d: d.name)
+async def test_every_provider_is_named_as_the_conventions_name_it(
+    traces: Traces, driver: Provider
+) -> None:
+    """Over each provider's loopback server, the chat and agent spans carry the
+    ``gen_ai.provider.name`` the OpenTelemetry conventions give it (the Responses API is
+    ``openai``, Gemini ``gcp.gemini``), not the key of its provider data."""
+    with driver.serve([driver.reply("Hi.")]) as server:
+        tracer = OpenTelemetryTracer(traces.provider)
+        agent = ReactAgent("a", driver.model(server), tracer_provider=tracer)
+        assert (await agent.invoke("Hello?")).text == "Hi."
+    expected = _CONVENTION_NAMES[driver.name]
+    assert attributes(traces.named("invoke_agent a"))["gen_ai.provider.name"] == expected
+    chat = next(s for s in traces.spans if s.name.startswith("chat "))
+    assert attributes(chat)["gen_ai.provider.name"] == expected

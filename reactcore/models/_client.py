@@ -92,6 +92,10 @@ class HTTPModel:
 
     provider_name: ClassVar[str]
     """The key of this provider's data on messages (``AssistantMessage.provider_data``)."""
+    telemetry_name: ClassVar[str | None] = None
+    """``gen_ai.provider.name`` in OpenTelemetry spans, when the conventions name the
+    provider otherwise than ``provider_name`` (``"openai"`` for the Responses API,
+    ``"gcp.gemini"`` for Gemini)."""
     api_name: ClassVar[str]
     base_url_variable: ClassVar[str]
     api_key_variables: ClassVar[tuple[str, ...]]

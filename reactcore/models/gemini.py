@@ -317,6 +317,7 @@ class GeminiModel(HTTPModel):
     """
 
     provider_name: ClassVar[str] = PROVIDER
+    telemetry_name: ClassVar[str | None] = "gcp.gemini"
     api_name: ClassVar[str] = "Gemini API"
     base_url_variable: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"
     api_key_variables: ClassVar[tuple[str, ...]] = ("GOOGLE_API_KEY", "GEMINI_API_KEY")

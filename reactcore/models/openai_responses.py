@@ -393,6 +393,7 @@ class OpenAIResponsesModel(HTTPModel):
     """
 
     provider_name: ClassVar[str] = PROVIDER
+    telemetry_name: ClassVar[str | None] = "openai"
     api_name: ClassVar[str] = "OpenAI Responses API"
     base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
     api_key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
