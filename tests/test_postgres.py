@@ -46,7 +46,7 @@ from reactcore import (
     tool,
 )
 from reactcore.postgres import _MIGRATIONS, POSTGRES_SCHEMA, PostgresSaver, _RowLeases
-from reactcore.savers._postgres import _put_params
+from reactcore.savers._postgres_layout import _put_params
 from reactcore.savers._sql import write
 from reactcore.testing import ScriptedChatModel
 from tests import pg

@@ -572,6 +572,7 @@ PUBLIC_MODULES = (
     "reactcore.mcp",
     "reactcore.otel",
     "reactcore.postgres",
+    "reactcore.savers",
     "reactcore.temporal",
     "reactcore.testing",
 )
@@ -590,6 +591,7 @@ MADE_BY_THE_LIBRARY = {
     "ModelRequest",
     "OpenAICompatibleServer",
     "OverAllState",
+    "SaverStatistics",
     "TemporalRun",
     "ThreadInfo",
     "ToolCallRequest",

@@ -42,8 +42,8 @@ from ._protocol import ThreadInfo as ThreadInfo
 from ._sqlite import SqliteSaver as SqliteSaver
 
 if TYPE_CHECKING:
-    from ._postgres import POSTGRES_SCHEMA as POSTGRES_SCHEMA
     from ._postgres import PostgresSaver as PostgresSaver
+    from ._postgres_layout import POSTGRES_SCHEMA as POSTGRES_SCHEMA
 
 __all__ = [
     "POSTGRES_SCHEMA",
@@ -63,7 +63,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # PostgreSQL's driver is an optional extra: imported when its saver is first asked for.
     if name in ("PostgresSaver", "POSTGRES_SCHEMA"):
-        from . import _postgres
+        from . import _postgres, _postgres_layout
 
-        return getattr(_postgres, name)
+        return getattr(_postgres if name == "PostgresSaver" else _postgres_layout, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -63,15 +63,14 @@ every checkpoint into the layout of message logs, in the same transaction.
 
 from __future__ import annotations
 
-import builtins
 import math
 import os
 import re
 import socket
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, LiteralString, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -86,161 +85,19 @@ from .._config import check_thread_id
 from .._exceptions import LeaseLost, SaverUnavailable, ThreadBusy
 from .._logging import get_logger
 from ._leases import Lease, Renewal, hold_lease
-from ._protocol import Checkpoint, SaverStatistics, ThreadInfo, ThreadStatus, _check_thread
-from ._sql import Dialect, Tables, Write, convert, old_table_statements
+from ._postgres_layout import (
+    _MIGRATIONS,
+    _OLD,
+    _STATEMENTS,
+    POSTGRES_SCHEMA,
+    _Connection,
+    _dialect_statements,
+    _put_params,
+)
+from ._protocol import Checkpoint, _check_thread
+from ._sql import Dialect, Tables, TableSaver, Write, convert
 
 _T = TypeVar("_T")
-
-_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
-    (
-        """CREATE TABLE {s}.checkpoints (
-            id bigserial PRIMARY KEY,
-            thread_id text COLLATE "C" NOT NULL,
-            step integer NOT NULL,
-            run_id text NOT NULL,
-            created_at double precision NOT NULL,
-            body text NOT NULL)""",
-        "CREATE INDEX checkpoints_thread_id ON {s}.checkpoints (thread_id, id)",
-        """CREATE TABLE {s}.threads (
-            thread_id text COLLATE "C" PRIMARY KEY,
-            status text NOT NULL,
-            run_id text NOT NULL,
-            step integer NOT NULL,
-            updated_at double precision NOT NULL)""",
-        "CREATE INDEX threads_status ON {s}.threads (status, thread_id)",
-        """CREATE TABLE {s}.leases (
-            thread_id text COLLATE "C" PRIMARY KEY,
-            owner text NOT NULL,
-            holder text NOT NULL,
-            expires_at timestamptz NOT NULL,
-            cancel_requested boolean NOT NULL DEFAULT false)""",
-    ),
-    # Version 2: the fencing token of each claim (a sequence: never reused).
-    ("ALTER TABLE {s}.leases ADD COLUMN token bigserial",),
-    # Version 3: message logs and deltas; the rows of whole checkpoints converted (see
-    # ``_migrate_to_3``), then dropped.
-    (
-        "ALTER TABLE {s}.checkpoints RENAME TO checkpoints_whole",
-        "ALTER INDEX {s}.checkpoints_pkey RENAME TO checkpoints_whole_pkey",
-        "ALTER INDEX {s}.checkpoints_thread_id RENAME TO checkpoints_whole_thread_id",
-    ),
-)
-"""``_MIGRATIONS[n]``: the statements bringing the layout from version ``n`` to ``n + 1``
-(then, for version 3, ``_migrate_to_3``)."""
-
-POSTGRES_SCHEMA = len(_MIGRATIONS)
-"""The version of the PostgreSQL layout (in ``<schema>.meta``); 0 is a new schema."""
-
-_OLD = "checkpoints_whole"
-
-# (Pieces of ``_PUT``: the claim that lets a write through.)
-_MINE = "SELECT FROM {s}leases WHERE thread_id = :thread AND token = :token FOR SHARE"
-_FREE = (
-    "SELECT WHERE NOT EXISTS (SELECT FROM {s}leases WHERE thread_id = :thread"
-    " AND owner <> :run AND expires_at > clock_timestamp())"
-)
-_GO = " WHERE EXISTS (SELECT FROM go)"
-_PUT = (
-    "WITH ok AS ({claim}),"
-    " go AS (SELECT FROM ok WHERE coalesce((SELECT max(seq) FROM {s}checkpoints"
-    " WHERE thread_id = :thread), 0) = :head),"
-    " blobs AS (INSERT INTO {s}blobs (thread_id, hash, body) SELECT :thread, h, b"
-    " FROM unnest(CAST(:blob_hashes AS text[]), CAST(:blob_bodies AS text[])) AS x (h, b)"
-    f"{_GO} ON CONFLICT DO NOTHING),"
-    " segments AS (INSERT INTO {s}segments (thread_id, segment, parent, base)"
-    " SELECT :thread, i, p, b FROM unnest(CAST(:segment_ids AS integer[]),"
-    " CAST(:segment_parents AS integer[]), CAST(:segment_bases AS integer[])) AS x (i, p, b)"
-    f"{_GO}),"
-    " messages AS (INSERT INTO {s}messages (thread_id, segment, position, body)"
-    " SELECT :thread, g, p, b FROM unnest(CAST(:message_segments AS integer[]),"
-    " CAST(:message_positions AS integer[]), CAST(:message_bodies AS text[])) AS x (g, p, b)"
-    f"{_GO}),"
-    " checkpoint AS (INSERT INTO {s}checkpoints"
-    " (thread_id, seq, step, run_id, created_at, snapshot, body)"
-    f" SELECT :thread, :seq, :step, :run, :at, :snapshot, :body{_GO}),"
-    " thread AS (INSERT INTO {s}threads (thread_id, status, run_id, step, updated_at)"
-    f" SELECT :thread, :status, :run, :step, :at{_GO}"
-    " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status,"
-    " run_id = excluded.run_id, step = excluded.step, updated_at = excluded.updated_at)"
-    " SELECT EXISTS (SELECT FROM ok), EXISTS (SELECT FROM go), (SELECT holder FROM"
-    " {s}leases WHERE thread_id = :thread AND expires_at > clock_timestamp()),"
-    " EXISTS (SELECT FROM {s}checkpoints WHERE thread_id = :thread AND seq = :seq"
-    " AND run_id = :run AND step = :step)"
-)
-"""One statement (one round trip, atomic): the rows of a checkpoint, written only if
-the writer's claim still holds (its token is the thread's, the lease row locked against a
-takeover meanwhile; or, outside any claim, no other live run leases the thread) and the
-thread's last record is still the one the writer knows; then whether the claim held,
-whether the thread was as known, the live holder, and whether this very checkpoint is
-stored already (the first attempt of a retried ``put`` got through)."""
-
-_STATEMENTS: dict[str, LiteralString] = {
-    "meta": "CREATE TABLE IF NOT EXISTS {s}.meta (version integer NOT NULL)",
-    "version": "SELECT version FROM {s}.meta",
-    "insert_version": "INSERT INTO {s}.meta (version) VALUES (%s)",
-    "set_version": "UPDATE {s}.meta SET version = %s",
-    "acquire": "INSERT INTO {s}.leases AS l (thread_id, owner, holder, expires_at)"
-    " VALUES (%(thread)s, %(owner)s, %(holder)s,"
-    " clock_timestamp() + %(ttl)s * interval '1 second')"
-    " ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,"
-    " expires_at = excluded.expires_at, cancel_requested = false, token = excluded.token"
-    # (The same owner again: a retry of an acquisition whose answer was lost.)
-    " WHERE l.expires_at < clock_timestamp() OR l.owner = excluded.owner RETURNING token",
-    "holder": "SELECT holder FROM {s}.leases WHERE thread_id = %s",
-    "renew": "UPDATE {s}.leases SET expires_at = clock_timestamp() + %s * interval '1 second'"
-    " WHERE thread_id = %s AND token = %s RETURNING cancel_requested",
-    "release": "DELETE FROM {s}.leases WHERE thread_id = %s AND token = %s",
-    "cancel": "UPDATE {s}.leases SET cancel_requested = true"
-    " WHERE thread_id = %s AND expires_at > clock_timestamp()",
-}
-
-
-def _dialect_statements(dialect: Dialect) -> dict[str, str]:
-    """The statements of the layout in ``dialect`` (its schema), and ``put``'s."""
-    put = {
-        "put": _PUT.replace("{claim}", _MINE),
-        "put_unclaimed": _PUT.replace("{claim}", _FREE),
-        **old_table_statements(_OLD),
-    }
-    return {**dialect.statements(), **{k: dialect.sql(v) for k, v in put.items()}}
-
-
-@attrs.frozen
-class _Connection:
-    """A psycopg connection running the layout's statements by name."""
-
-    conn: psycopg.Connection[Any]
-    statements: Mapping[str, sql.SQL]
-
-    def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        return self.conn.execute(self.statements[name], params).fetchall()
-
-    def run(self, name: str, param_sets: Sequence[Mapping[str, Any]]) -> None:
-        if param_sets:
-            self.conn.cursor().executemany(self.statements[name], param_sets)
-
-
-def _put_params(rows: Write, token: int | None) -> dict[str, Any]:
-    """The parameters of ``_PUT`` for ``rows``: every row of a table as arrays."""
-
-    def column(rows_of: tuple[dict[str, Any], ...], name: str) -> list[Any]:
-        return [row[name] for row in rows_of]
-
-    return {
-        **rows.thread,
-        **rows.checkpoint,
-        "token": token,
-        "head": rows.delta.record.seq - 1,
-        "blob_hashes": column(rows.blobs, "hash"),
-        "blob_bodies": column(rows.blobs, "body"),
-        "segment_ids": column(rows.segments, "segment"),
-        "segment_parents": column(rows.segments, "parent"),
-        "segment_bases": column(rows.segments, "base"),
-        "message_segments": column(rows.messages, "segment"),
-        "message_positions": column(rows.messages, "position"),
-        "message_bodies": column(rows.messages, "body"),
-    }
-
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -290,7 +147,7 @@ def _target(pool: ConnectionPool) -> str:
 
 
 @attrs.define(eq=False)
-class PostgresSaver:
+class PostgresSaver(TableSaver):
     """Checkpoints in PostgreSQL (see the module docstring): ``PostgresSaver(dsn)``, or
     ``PostgresSaver(pool=pool)`` with a ``psycopg_pool.ConnectionPool`` of your own.
 
@@ -530,13 +387,7 @@ class PostgresSaver:
 
         return self._sync(run)
 
-    # --- the Saver protocol ----------------------------------------------------------
-
-    async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        """The latest checkpoint of ``thread_id``, or the one named ``checkpoint_id`` (an
-        id ``list`` gave); ``None`` when there is none."""
-        check_thread_id(thread_id)
-        return await anyio.to_thread.run_sync(self._tables.get, thread_id, checkpoint_id)
+    # --- writing (the other methods of the Saver protocol: ``TableSaver``) ------------
 
     async def put(self, thread_id: str, checkpoint: Checkpoint) -> None:
         """Store ``checkpoint`` as the latest of ``thread_id``: one statement writing
@@ -579,35 +430,6 @@ class PostgresSaver:
             raise ThreadBusy(thread_id, holder or "another run")
         raise LeaseLost(thread_id, owner, holder or "it has since released the thread")
 
-    async def delete(self, thread_id: str) -> None:
-        """Forget ``thread_id``."""
-        check_thread_id(thread_id)
-        await anyio.to_thread.run_sync(self._tables.delete, thread_id)
-
-    async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
-        """Every checkpoint of ``thread_id``, oldest first."""
-        check_thread_id(thread_id)
-        return await anyio.to_thread.run_sync(self._tables.list, thread_id)
-
-    async def statistics(self, thread_id: str | None = None) -> SaverStatistics:
-        """What the schema holds (for ``thread_id``, or all): ``stored_bytes`` counts the
-        text of every row."""
-        if thread_id is not None:
-            check_thread_id(thread_id)
-        return await anyio.to_thread.run_sync(self._tables.statistics, thread_id)
-
-    # --- threads, ownership, cancel --------------------------------------------------
-
-    async def threads(
-        self,
-        *,
-        status: ThreadStatus | None = "unfinished",
-        after: str | None = None,
-        limit: int = 100,
-    ) -> builtins.list[ThreadInfo]:
-        """A page of threads with ``status`` (see ``LeasingSaver.threads``)."""
-        return await anyio.to_thread.run_sync(self._tables.threads, status, after, limit)
-
     def claim(
         self,
         thread_id: str,
@@ -619,7 +441,7 @@ class PostgresSaver:
         """Lease ``thread_id`` for the block, across replicas (see ``LeasingSaver.claim``);
         the block's checkpoints (``run_id == owner``) are fenced by the lease's token."""
         check_thread_id(thread_id)
-        return hold_lease(
+        claim = hold_lease(
             _RowLeases(self),
             thread_id,
             owner,
@@ -628,6 +450,7 @@ class PostgresSaver:
             on_cancel=on_cancel,
             lost_after=self.lease_ttl,
         )
+        return self._tables.claimed(thread_id, claim)
 
     async def request_cancel(self, thread_id: str) -> bool:
         """Ask the run leasing ``thread_id`` (on any replica) to stop; whether a live

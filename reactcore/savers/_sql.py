@@ -21,11 +21,14 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal, Protocol, TypeVar
 
+import anyio.to_thread
 import attrs
 
+from .._config import check_thread_id
 from .._exceptions import ThreadBusy
 from .._messages import Message
 from ._codec import (
@@ -366,17 +369,38 @@ class Tables:
     calls (for a worker thread), each in one transaction of ``transact``; JSON is decoded
     outside it.
 
-    The writer's ``Head`` of each thread (what the latest checkpoint holds) is kept for
-    the last ``HEADS_KEPT`` threads read or written, so that ``put`` stores only what the
-    step added. Another writer (a process sharing the file or database) may have moved
-    the thread on since: every write checks, in its transaction, that the thread's last
-    record is still the head's, and otherwise reads the thread again and retries.
+    The writer's ``Head`` of each thread (what the latest checkpoint holds) is kept while
+    a run of this saver claims the thread, and for the last ``HEADS_KEPT`` other threads
+    read or written, so that ``put`` stores only what the step added. Another writer (a
+    process sharing the file or database) may have moved the thread on since: every
+    write checks, in its transaction, that the thread's last record is still the head's,
+    and otherwise reads the thread again and retries.
     """
 
     dialect: Dialect
     transact: Transact[Any]
     _heads: OrderedDict[str, Head] = attrs.field(factory=OrderedDict, init=False)
+    _claimed: dict[str, int] = attrs.field(factory=dict, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    @asynccontextmanager
+    async def claimed(
+        self, thread_id: str, claim: AbstractAsyncContextManager[_T]
+    ) -> AsyncIterator[_T]:
+        """``claim`` of ``thread_id``, during which the thread's head is kept whatever
+        the number of threads (its run writes to it); forgotten when the claim ends (the
+        next run reads the thread anyway)."""
+        async with claim as value:
+            with self._lock:
+                self._claimed[thread_id] = self._claimed.get(thread_id, 0) + 1
+            try:
+                yield value
+            finally:
+                with self._lock:
+                    self._claimed[thread_id] -= 1
+                    if not self._claimed[thread_id]:
+                        del self._claimed[thread_id]
+                        self._heads.pop(thread_id, None)
 
     def _rows(self, thread_id: str, which: str, seq: int | None = None) -> Rows | None:
         def read(conn: Connection) -> Rows | None:
@@ -399,8 +423,11 @@ class Tables:
         with self._lock:
             self._heads[thread_id] = head
             self._heads.move_to_end(thread_id)
-            while len(self._heads) > HEADS_KEPT:
-                self._heads.popitem(last=False)
+            extra = len(self._heads) - len(self._claimed) - HEADS_KEPT
+            if extra > 0:
+                unclaimed = [t for t in self._heads if t not in self._claimed][:extra]
+                for name in unclaimed:
+                    del self._heads[name]
 
     def forget_head(self, thread_id: str) -> None:
         with self._lock:
@@ -473,3 +500,46 @@ class Tables:
             lambda conn: statistics(conn.fetch, thread_id), False
         )
         return counted
+
+
+class TableSaver:
+    """The methods of ``SqliteSaver`` and ``PostgresSaver`` that only read or forget
+    (each a call of their ``Tables`` in a worker thread); writing (``put``) and claiming
+    are each saver's own. Raised by every method: ``ValueError`` when a thread id breaks
+    the rule of ``check_thread_id`` (before any I/O)."""
+
+    _tables: Tables
+    _forget_also: tuple[str, ...] = ()  # statements ``delete`` runs too
+
+    async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The latest checkpoint of ``thread_id``, or the one named ``checkpoint_id`` (an
+        id ``list`` gave); ``None`` when there is none."""
+        check_thread_id(thread_id)
+        return await anyio.to_thread.run_sync(self._tables.get, thread_id, checkpoint_id)
+
+    async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
+        """Every checkpoint of ``thread_id``, oldest first."""
+        check_thread_id(thread_id)
+        return await anyio.to_thread.run_sync(self._tables.list, thread_id)
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget ``thread_id``."""
+        check_thread_id(thread_id)
+        await anyio.to_thread.run_sync(self._tables.delete, thread_id, *self._forget_also)
+
+    async def threads(
+        self,
+        *,
+        status: ThreadStatus | None = "unfinished",
+        after: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[ThreadInfo]:
+        """A page of threads with ``status`` (see ``LeasingSaver.threads``)."""
+        return await anyio.to_thread.run_sync(self._tables.threads, status, after, limit)
+
+    async def statistics(self, thread_id: str | None = None) -> SaverStatistics:
+        """What the saver holds (for ``thread_id``, or all): ``stored_bytes`` counts the
+        text of every row."""
+        if thread_id is not None:
+            check_thread_id(thread_id)
+        return await anyio.to_thread.run_sync(self._tables.statistics, thread_id)

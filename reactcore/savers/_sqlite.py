@@ -3,7 +3,6 @@ with thread ownership across the processes of one machine (a file lock per threa
 
 from __future__ import annotations
 
-import builtins
 import errno
 import hashlib
 import os
@@ -24,8 +23,8 @@ from .. import _validate as valid
 from .._config import check_thread_id
 from ._document import load_checkpoint
 from ._leases import Lease, LocalLeases, Renewal, hold_lease
-from ._protocol import Checkpoint, SaverStatistics, ThreadInfo, ThreadStatus, _check_thread, _info
-from ._sql import Dialect, Tables, Write, convert, old_table_statements
+from ._protocol import Checkpoint, _check_thread, _info
+from ._sql import Dialect, Tables, TableSaver, Write, convert, old_table_statements
 
 _T = TypeVar("_T")
 
@@ -276,7 +275,7 @@ class _FileLeases:
 
 
 @attrs.define(eq=False)
-class SqliteSaver:
+class SqliteSaver(TableSaver):
     """Keeps checkpoints in the SQLite file ``path``, in the layout of every saver (see
     ``reactcore.savers``): each thread's messages in an append-only log (large texts
     and content-part data stored once by hash), a record per checkpoint of what changed,
@@ -326,6 +325,7 @@ class SqliteSaver:
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _leases: _FileLeases | LocalLeases = attrs.field(init=False)
     _tables: Tables = attrs.field(init=False)
+    _forget_also = ("delete_cancel",)
 
     def __attrs_post_init__(self) -> None:
         if os.fspath(self.path) == ":memory:":
@@ -373,12 +373,6 @@ class SqliteSaver:
     async def _run(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
         return await anyio.to_thread.run_sync(self._locked, operation)
 
-    async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        """The latest checkpoint of ``thread_id``, or the one named ``checkpoint_id`` (an
-        id ``list`` gave); ``None`` when there is none."""
-        check_thread_id(thread_id)
-        return await anyio.to_thread.run_sync(self._tables.get, thread_id, checkpoint_id)
-
     async def put(self, thread_id: str, checkpoint: Checkpoint) -> None:
         """Store ``checkpoint`` as the latest of ``thread_id`` (one transaction): its new
         messages appended to the thread's log, a record of what changed.
@@ -396,33 +390,6 @@ class SqliteSaver:
 
         await anyio.to_thread.run_sync(self._tables.put, thread_id, checkpoint, store)
 
-    async def delete(self, thread_id: str) -> None:
-        """Forget ``thread_id``."""
-        check_thread_id(thread_id)
-        await anyio.to_thread.run_sync(self._tables.delete, thread_id, "delete_cancel")
-
-    async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
-        """Every checkpoint of ``thread_id``, oldest first."""
-        check_thread_id(thread_id)
-        return await anyio.to_thread.run_sync(self._tables.list, thread_id)
-
-    async def threads(
-        self,
-        *,
-        status: ThreadStatus | None = "unfinished",
-        after: str | None = None,
-        limit: int = 100,
-    ) -> builtins.list[ThreadInfo]:
-        """A page of threads with ``status`` (see ``LeasingSaver.threads``)."""
-        return await anyio.to_thread.run_sync(self._tables.threads, status, after, limit)
-
-    async def statistics(self, thread_id: str | None = None) -> SaverStatistics:
-        """What the file holds (for ``thread_id``, or all): ``stored_bytes`` counts the
-        text of every row."""
-        if thread_id is not None:
-            check_thread_id(thread_id)
-        return await anyio.to_thread.run_sync(self._tables.statistics, thread_id)
-
     def claim(
         self,
         thread_id: str,
@@ -434,15 +401,17 @@ class SqliteSaver:
         """Own ``thread_id`` for the block, across processes (see ``LeasingSaver.claim``)."""
         check_thread_id(thread_id)
         if isinstance(self._leases, LocalLeases):
-            return self._leases.claim(thread_id, owner, wait, on_cancel)
-        return hold_lease(
-            self._leases,
-            thread_id,
-            owner,
-            wait=wait,
-            heartbeat=self.cancel_poll,
-            on_cancel=on_cancel,
-        )
+            claim = self._leases.claim(thread_id, owner, wait, on_cancel)
+        else:
+            claim = hold_lease(
+                self._leases,
+                thread_id,
+                owner,
+                wait=wait,
+                heartbeat=self.cancel_poll,
+                on_cancel=on_cancel,
+            )
+        return self._tables.claimed(thread_id, claim)
 
     async def request_cancel(self, thread_id: str) -> bool:
         """Ask the run owning ``thread_id`` (in any process on this machine) to stop;
