@@ -531,7 +531,7 @@ async def test_sqlite_constructor_does_no_io(tmp_path: Path) -> None:
 async def test_sqlite_file_layout(tmp_path: Path) -> None:
     """WAL journal, layout version 3: a record per checkpoint (numbered per thread, the
     first a snapshot), each message once in the log, one row per thread with its latest
-    status."""
+    status and its stamp (a random version, new at every write)."""
     path = tmp_path / "cp.db"
     async with SqliteSaver(path) as saver:
         await saver.put("t", checkpoint(0))
@@ -546,6 +546,9 @@ async def test_sqlite_file_layout(tmp_path: Path) -> None:
             ).fetchall()
             log = db.execute("SELECT segment, position, body FROM messages").fetchall()
             threads = db.execute("SELECT * FROM threads").fetchall()
+            (plan,) = db.execute(
+                "EXPLAIN QUERY PLAN SELECT stamp FROM threads WHERE thread_id = 't'"
+            ).fetchall()
         finally:
             db.close()
     assert [r[:6] for r in records] == [("t", 1, 0, "run-t", 0.0, 1), ("t", 2, 1, "run-t", 1.0, 0)]
@@ -557,7 +560,9 @@ async def test_sqlite_file_layout(tmp_path: Path) -> None:
         (1, 0, "message 0"),
         (1, 1, "message 1"),
     ]
-    assert threads == [("t", "unfinished", "run-t", 1, 1.0)]
+    [(*info, stamp)] = threads
+    assert info == ["t", "unfinished", "run-t", 1, 1.0] and len(stamp) == 32  # new per write
+    assert "USING INDEX" in plan[3]
 
 
 async def test_sqlite_upgrades_a_version_1_file(tmp_path: Path) -> None:

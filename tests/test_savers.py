@@ -455,7 +455,9 @@ async def two_writers(kind: str, where: Path) -> AsyncIterator[tuple[Any, Any]]:
 async def test_writers_taking_turns_on_one_thread_see_each_other(tmp_path: Path, kind: str) -> None:
     """Two savers on one file (or database) write the same thread in turns, each
     remembering the thread as it last wrote it: each write finds the other's since and
-    reads the thread again, so every checkpoint is stored whole, in order."""
+    reads the thread again, and each ``get`` gives the other's latest, so every
+    checkpoint is stored whole, in order. A thread the other deleted and wrote again
+    (its records numbered from 1 again) is read again too, never mixed with the old."""
     history: list[Message] = []
     put = []
     async with two_writers(kind, tmp_path) as (a, b):
@@ -465,12 +467,27 @@ async def test_writers_taking_turns_on_one_thread_see_each_other(tmp_path: Path,
                 history = [SystemMessage("summary"), history[-1]]
             checkpoint = Checkpoint("t", OverAllState({"messages": history}), "model", step, "r")
             put.append(checkpoint)
-            await (a if step % 2 == 0 else b).put("t", checkpoint)
+            writer, reader = (a, b) if step % 2 == 0 else (b, a)
+            await writer.put("t", checkpoint)
+            same(await reader.get("t"), checkpoint)
         for reader in (a, b):
             listed = await reader.list("t")
             assert [c.step for c in listed] == list(range(6))
             for got, expected in zip(listed, put, strict=True):
                 same(got, expected)
+        await b.delete("t")
+        again = [
+            Checkpoint("t", OverAllState({"messages": [UserMessage(f"new {i}")]}), "end", i, "r2")
+            for i in range(6)
+        ]
+        for checkpoint in again:
+            await b.put("t", checkpoint)
+        following = attrs.evolve(again[-1], step=6)
+        await a.put("t", following)  # a still knows the old thread at its record 6
+        same(await a.get("t"), following)
+        listed = await b.list("t")
+        assert [c.step for c in listed] == list(range(7))
+        same(listed[-1], following)
 
 
 # --- SQLite's query plans ---------------------------------------------------------------

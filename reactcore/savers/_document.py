@@ -49,6 +49,7 @@ import builtins
 import json
 import math
 from collections.abc import Mapping
+from itertools import islice
 from typing import Any
 
 import attrs
@@ -412,9 +413,12 @@ def same_value(old: Any, new: Any) -> bool:
     return bool(old == new)
 
 
-def is_message_list(value: Any) -> bool:
-    """Whether ``value`` is stored as a list of messages (a message log, in a saver)."""
-    return type(value) in (list, tuple) and bool(value) and all(_is_message(m) for m in value)
+def is_message_list(value: Any, known: int = 0) -> bool:
+    """Whether ``value`` is stored as a list of messages (a message log, in a saver);
+    its first ``known`` items are known to be messages already."""
+    if type(value) not in (list, tuple) or not value:
+        return False
+    return all(type(m) in _MESSAGE_TYPES for m in islice(value, known, None))
 
 
 def dump_value(key: str, value: Any) -> dict[str, Any]:

@@ -33,7 +33,9 @@ messages are kept (objects in memory; rows of JSON text in SQLite and PostgreSQL
 from __future__ import annotations
 
 import builtins
+import operator
 from collections.abc import Callable, Mapping, Sequence
+from itertools import compress, count, islice
 from typing import Any, Protocol
 
 import attrs
@@ -139,8 +141,10 @@ class Codec(Protocol):
 @attrs.define(eq=False)
 class Head:
     """What a writer knows of its thread's latest checkpoint (record ``seq``; 0: none):
-    enough to store the next one as a delta. ``logs`` holds the message lists of the
-    logged keys; ``segments``, every segment of the thread."""
+    enough to store the next one as a delta, and to give it back. ``logs`` holds the
+    message lists of the logged keys; ``segments``, every segment of the thread;
+    ``record``, the latest record; ``stamp``, the thread's version in a shared store
+    (changed by every write: a head whose stamp is no longer the thread's is stale)."""
 
     seq: int = 0
     keys: tuple[str, ...] = ()
@@ -148,11 +152,13 @@ class Head:
     slots: dict[str, Slot] = attrs.field(factory=dict)
     logs: dict[str, builtins.list[Message]] = attrs.field(factory=dict)
     segments: dict[int, Segment] = attrs.field(factory=dict)
+    record: Record | None = None
+    stamp: str | None = None
 
-    def apply(self, delta: Delta) -> None:
-        """Move on to the checkpoint ``delta`` stored (once it is stored)."""
+    def apply(self, delta: Delta, stamp: str | None = None) -> None:
+        """Move on to the checkpoint ``delta`` stored (once it is stored, as ``stamp``)."""
         record = delta.record
-        self.seq = record.seq
+        self.seq, self.record, self.stamp = record.seq, record, stamp
         if record.keys is not None:
             self.keys = record.keys
         if record.strategies is not None:
@@ -194,8 +200,10 @@ def encode(head: Head, checkpoint: Checkpoint, codec: Codec) -> Delta:
     for key in keys:
         value, old = state[key], head.slots.get(key)
         slot: Slot
-        if is_message_list(value):
-            slot = writer.write(key, list(value), old)
+        before = head.logs.get(key, []) if isinstance(old, Logged) else []
+        common = _common_prefix(before, value, codec.same_message) if before else 0
+        if is_message_list(value, common):
+            slot = writer.write(key, list(value), old, before, common)
         else:
             slot = codec.value(key, value)
             if isinstance(old, Stored) and codec.same(old, slot):
@@ -211,6 +219,23 @@ def encode(head: Head, checkpoint: Checkpoint, codec: Codec) -> Delta:
         snapshot,
     )
     return Delta(record, tuple(writer.segments), tuple(writer.entries), writer.logs, writer.ends)
+
+
+def _common_prefix(before: Sequence[Message], new: Any, same: Callable[[Any, Any], bool]) -> int:
+    """How many first messages of ``new`` are those of ``before``. Found at C speed while
+    they are the very same objects (the loop's lists share them: the cost per message is
+    a pointer comparison); ``same`` is asked only where they are not."""
+    if type(new) not in (list, tuple):
+        return 0
+    limit = min(len(before), len(new))
+    start = 0
+    while start < limit:
+        differing = map(operator.is_not, islice(before, start, limit), islice(new, start, limit))
+        start = next(compress(count(start), differing), limit)
+        if start == limit or not same(before[start], new[start]):
+            return start
+        start += 1
+    return limit
 
 
 @attrs.define(eq=False)
@@ -229,12 +254,16 @@ class _LogWriter:
     def __attrs_post_init__(self) -> None:
         self._next_id = max(self.head.segments, default=0) + 1
 
-    def write(self, key: str, new: builtins.list[Message], old: Slot | None) -> Slot:
-        before = self.head.logs.get(key, []) if isinstance(old, Logged) else []
-        same = self.codec.same_message
-        common, limit = 0, min(len(before), len(new))
-        while common < limit and same(before[common], new[common]):
-            common += 1
+    def write(
+        self,
+        key: str,
+        new: builtins.list[Message],
+        old: Slot | None,
+        before: builtins.list[Message],
+        common: int,
+    ) -> Slot:
+        """The slot of ``key``, whose messages are now ``new`` (the first ``common`` of
+        them those of ``before``, the list ``old`` points to)."""
         if common == len(before) == len(new):
             assert isinstance(old, Logged)
             return old
@@ -334,13 +363,25 @@ class Replay:
         state = OverAllState(values, self.strategies)
         return self.codec.checkpoint(self.thread_id, self.record, state)
 
-    def head(self) -> Head:
+    def head(self, stamp: str | None = None) -> Head:
         """The writer's head at the last record applied (its segments' ends as given)."""
         assert self.record is not None
         slots = {key: self.slots[key] for key in self.keys}
         logs = {k: self.messages(s) for k, s in slots.items() if isinstance(s, Logged)}
         segments = {s.id: attrs.evolve(s) for s in self.segments.values()}
-        return Head(self.record.seq, self.keys, dict(self.strategies), slots, logs, segments)
+        record, strategies = self.record, dict(self.strategies)
+        return Head(record.seq, self.keys, strategies, slots, logs, segments, record, stamp)
+
+
+def latest_of(thread_id: str, head: Head, codec: Codec) -> Checkpoint:
+    """The checkpoint ``head`` knows (its messages the very objects it holds)."""
+    assert head.record is not None
+    values = {
+        key: list(head.logs[key]) if isinstance(slot, Logged) else codec.load(slot)
+        for key, slot in head.slots.items()
+    }
+    state = OverAllState(values, head.strategies)
+    return codec.checkpoint(thread_id, head.record, state)
 
 
 def pointers(records: Sequence[Record]) -> builtins.list[Logged]:

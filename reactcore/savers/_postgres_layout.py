@@ -64,8 +64,8 @@ _FREE = (
 _GO = " WHERE EXISTS (SELECT FROM go)"
 _PUT = (
     "WITH ok AS ({claim}),"
-    " go AS (SELECT FROM ok WHERE coalesce((SELECT max(seq) FROM {s}checkpoints"
-    " WHERE thread_id = :thread), 0) = :head),"
+    " go AS (SELECT FROM ok WHERE (SELECT stamp FROM {s}threads WHERE thread_id = :thread)"
+    " IS NOT DISTINCT FROM CAST(:expected AS text)),"
     " blobs AS (INSERT INTO {s}blobs (thread_id, hash, body) SELECT :thread, h, b"
     " FROM unnest(CAST(:blob_hashes AS text[]), CAST(:blob_bodies AS text[])) AS x (h, b)"
     f"{_GO} ON CONFLICT DO NOTHING),"
@@ -80,10 +80,10 @@ _PUT = (
     " checkpoint AS (INSERT INTO {s}checkpoints"
     " (thread_id, seq, step, run_id, created_at, snapshot, body)"
     f" SELECT :thread, :seq, :step, :run, :at, :snapshot, :body{_GO}),"
-    " thread AS (INSERT INTO {s}threads (thread_id, status, run_id, step, updated_at)"
-    f" SELECT :thread, :status, :run, :step, :at{_GO}"
-    " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status,"
-    " run_id = excluded.run_id, step = excluded.step, updated_at = excluded.updated_at)"
+    " thread AS (INSERT INTO {s}threads (thread_id, status, run_id, step, updated_at, stamp)"
+    f" SELECT :thread, :status, :run, :step, :at, :stamp{_GO}"
+    " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, run_id = excluded.run_id,"
+    " step = excluded.step, updated_at = excluded.updated_at, stamp = excluded.stamp)"
     " SELECT EXISTS (SELECT FROM ok), EXISTS (SELECT FROM go), (SELECT holder FROM"
     " {s}leases WHERE thread_id = :thread AND expires_at > clock_timestamp()),"
     " EXISTS (SELECT FROM {s}checkpoints WHERE thread_id = :thread AND seq = :seq"
@@ -92,9 +92,9 @@ _PUT = (
 """One statement (one round trip, atomic): the rows of a checkpoint, written only if
 the writer's claim still holds (its token is the thread's, the lease row locked against a
 takeover meanwhile; or, outside any claim, no other live run leases the thread) and the
-thread's last record is still the one the writer knows; then whether the claim held,
-whether the thread was as known, the live holder, and whether this very checkpoint is
-stored already (the first attempt of a retried ``put`` got through)."""
+thread's stamp is still the one the writer knows (nobody wrote it since); then whether
+the claim held, whether the thread was as known, the live holder, and whether this very
+checkpoint is stored already (the first attempt of a retried ``put`` got through)."""
 
 _STATEMENTS: dict[str, LiteralString] = {
     "meta": "CREATE TABLE IF NOT EXISTS {s}.meta (version integer NOT NULL)",
@@ -152,7 +152,7 @@ def _put_params(rows: Write, token: int | None) -> dict[str, Any]:
         **rows.thread,
         **rows.checkpoint,
         "token": token,
-        "head": rows.delta.record.seq - 1,
+        "expected": rows.expected,
         "blob_hashes": column(rows.blobs, "hash"),
         "blob_bodies": column(rows.blobs, "body"),
         "segment_ids": column(rows.segments, "segment"),

@@ -8,7 +8,7 @@ Tables (``<schema>.`` in front, in PostgreSQL)::
     segments    (thread_id, segment, parent, base)                          -- the log's runs
     messages    (thread_id, segment, position, body)                        -- the log
     blobs       (thread_id, hash, body)                                     -- large texts
-    threads     (thread_id, status, run_id, step, updated_at)               -- for threads()
+    threads     (thread_id, status, run_id, step, updated_at, stamp)        -- for threads()
 
 The latest checkpoint of a thread is its record of highest ``seq``, read through the
 primary key ``(thread_id, seq)`` and a partial index on its snapshots.
@@ -20,6 +20,7 @@ import builtins
 import json
 import re
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -40,7 +41,18 @@ from ._codec import (
     record_text,
 )
 from ._document import load_checkpoint
-from ._log import Delta, Head, Record, Replay, Segment, chain, encode, pointers, seq_of
+from ._log import (
+    Delta,
+    Head,
+    Record,
+    Replay,
+    Segment,
+    chain,
+    encode,
+    latest_of,
+    pointers,
+    seq_of,
+)
 from ._protocol import Checkpoint, SaverStatistics, ThreadInfo, ThreadStatus, _info, _page
 
 CODEC = JsonCodec()
@@ -49,6 +61,7 @@ Fetch = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
 """Runs the named statement (``STATEMENTS``) with its parameters; the rows."""
 
 _TABLES: tuple[str, ...] = (
+    "ALTER TABLE {s}threads ADD COLUMN stamp text",
     """CREATE TABLE {s}checkpoints (
         thread_id text {collate} NOT NULL,
         seq integer NOT NULL,
@@ -77,7 +90,8 @@ _TABLES: tuple[str, ...] = (
         body text NOT NULL,
         PRIMARY KEY (thread_id, hash))""",
 )
-"""The tables of the layout of message logs (created by the upgrade to it)."""
+"""The tables of the layout of message logs (created by the upgrade to it), and the
+thread's ``stamp``: a random version, new at every write."""
 
 _RECORDS = "SELECT seq, snapshot, body FROM {s}checkpoints WHERE thread_id = :thread"
 _FROM_SNAPSHOT = (
@@ -95,6 +109,7 @@ STATEMENTS: dict[str, str] = {
     " WHERE thread_id = :thread AND segment {in:segments}",
     "blobs": "SELECT hash, body FROM {s}blobs WHERE thread_id = :thread AND hash {in:hashes}",
     "last_seq": "SELECT max(seq) FROM {s}checkpoints WHERE thread_id = :thread",
+    "stamp": "SELECT stamp FROM {s}threads WHERE thread_id = :thread",
     "threads": "SELECT thread_id, status, run_id, step, updated_at FROM {s}threads"
     " WHERE (CAST(:status AS text) IS NULL OR status = :status)"
     " AND (CAST(:after AS text) IS NULL OR thread_id > :after)"
@@ -109,10 +124,10 @@ STATEMENTS: dict[str, str] = {
     "insert_checkpoint": "INSERT INTO {s}checkpoints"
     " (thread_id, seq, step, run_id, created_at, snapshot, body)"
     " VALUES (:thread, :seq, :step, :run, :at, :snapshot, :body)",
-    "upsert_thread": "INSERT INTO {s}threads (thread_id, status, run_id, step, updated_at)"
-    " VALUES (:thread, :status, :run, :step, :at)"
-    " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status,"
-    " run_id = excluded.run_id, step = excluded.step, updated_at = excluded.updated_at",
+    "upsert_thread": "INSERT INTO {s}threads (thread_id, status, run_id, step, updated_at, stamp)"
+    " VALUES (:thread, :status, :run, :step, :at, :stamp)"
+    " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, run_id = excluded.run_id,"
+    " step = excluded.step, updated_at = excluded.updated_at, stamp = excluded.stamp",
     # the whole store, or one thread
     **{
         f"count_{table}": f"SELECT count(*), coalesce(sum(length(body)), 0) FROM {{s}}{table}"
@@ -172,6 +187,7 @@ class Rows:
     segments: Mapping[int, Segment]
     messages: Mapping[tuple[int, int], str]
     blobs: Mapping[str, str]
+    stamp: str | None
 
 
 def fetch_rows(
@@ -195,7 +211,13 @@ def fetch_rows(
         known.end = max(known.end or 0, position + 1)
     hashes = sorted({h for body in messages.values() for h in blob_refs(json.loads(body))})
     blobs = fetch("blobs", {**params, "hashes": dialect.values(hashes)}) if hashes else ()
-    return Rows(records, segments, messages, {h: b for h, b in blobs})
+    return Rows(records, segments, messages, {h: b for h, b in blobs}, stamp_of(fetch, thread_id))
+
+
+def stamp_of(fetch: Fetch, thread_id: str) -> str | None:
+    """The thread's stamp (``None``: no thread, or one stored by an older layout)."""
+    rows = fetch("stamp", {"thread": thread_id})
+    return None if not rows or rows[0][0] is None else str(rows[0][0])
 
 
 def replay(thread_id: str, rows: Rows) -> Replay:
@@ -220,7 +242,7 @@ def latest(thread_id: str, rows: Rows) -> tuple[Checkpoint, Head]:
     replaying = replay(thread_id, rows)
     for record in rows.records:
         replaying.apply(record)
-    return replaying.checkpoint(), replaying.head()
+    return replaying.checkpoint(), replaying.head(rows.stamp)
 
 
 def every(thread_id: str, rows: Rows) -> Iterator[Checkpoint]:
@@ -239,6 +261,7 @@ class Write:
     """The rows storing one checkpoint (as parameters of ``STATEMENTS``), and its delta."""
 
     delta: Delta
+    expected: str | None  # the thread's stamp the writer knows
     checkpoint: dict[str, Any]
     segments: tuple[dict[str, Any], ...]
     messages: tuple[dict[str, Any], ...]
@@ -269,6 +292,7 @@ def write(head: Head, checkpoint: Checkpoint) -> Write:
     record = delta.record
     return Write(
         delta,
+        head.stamp,
         {
             "thread": thread,
             "seq": record.seq,
@@ -287,6 +311,7 @@ def write(head: Head, checkpoint: Checkpoint) -> Write:
             "run": info.run_id,
             "step": info.step,
             "at": info.updated_at,
+            "stamp": uuid.uuid4().hex,
         },
     )
 
@@ -329,7 +354,7 @@ def convert(
         for (body,) in fetch(f"bodies_in:{old}", {"thread": thread_id}):
             rows = write(head, load_checkpoint(body))
             execute_write(run, rows)
-            head.apply(rows.delta)
+            head.apply(rows.delta, rows.thread["stamp"])
 
 
 def old_table_statements(old: str) -> dict[str, str]:
@@ -388,8 +413,8 @@ class Tables:
         self, thread_id: str, claim: AbstractAsyncContextManager[_T]
     ) -> AsyncIterator[_T]:
         """``claim`` of ``thread_id``, during which the thread's head is kept whatever
-        the number of threads (its run writes to it); forgotten when the claim ends (the
-        next run reads the thread anyway)."""
+        the number of threads (its run writes to it); afterwards it is one of the last
+        ``HEADS_KEPT`` threads used, kept for the thread's next run."""
         async with claim as value:
             with self._lock:
                 self._claimed[thread_id] = self._claimed.get(thread_id, 0) + 1
@@ -400,7 +425,6 @@ class Tables:
                     self._claimed[thread_id] -= 1
                     if not self._claimed[thread_id]:
                         del self._claimed[thread_id]
-                        self._heads.pop(thread_id, None)
 
     def _rows(self, thread_id: str, which: str, seq: int | None = None) -> Rows | None:
         def read(conn: Connection) -> Rows | None:
@@ -440,6 +464,12 @@ class Tables:
             if rows is None or rows.records[-1].seq != seq:
                 return None
             return latest(thread_id, rows)[0]
+        stamp = self.transact(lambda conn: stamp_of(conn.fetch, thread_id), False)
+        with self._lock:  # (a ``put`` takes the head out under the lock before changing it)
+            head = self._heads.get(thread_id)
+            if head is not None and head.record is not None and head.stamp == stamp:
+                self._heads.move_to_end(thread_id)
+                return latest_of(thread_id, head, CODEC)
         rows = self._rows(thread_id, "latest")
         if rows is None:
             self.keep_head(thread_id, Head())
@@ -456,16 +486,15 @@ class Tables:
             head = self.take_head(thread_id)
             rows = write(head, checkpoint)
             if store(rows):
-                head.apply(rows.delta)
+                head.apply(rows.delta, rows.thread["stamp"])
                 self.keep_head(thread_id, head)
                 return
         raise ThreadBusy(thread_id, "another writer, which kept storing checkpoints meanwhile")
 
     def store(self, conn: Connection, rows: Write) -> bool:
-        """Write ``rows`` unless another writer moved the thread on (the caller's
-        transaction must hold the write lock)."""
-        [(last,)] = conn.fetch("last_seq", {"thread": rows.checkpoint["thread"]})
-        if (last or 0) != rows.delta.record.seq - 1:
+        """Write ``rows`` unless another writer wrote the thread since its writer read it
+        (its stamp changed; the caller's transaction must hold the write lock)."""
+        if stamp_of(conn.fetch, rows.checkpoint["thread"]) != rows.expected:
             return False
         execute_write(conn.run, rows)
         return True

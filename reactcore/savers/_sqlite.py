@@ -99,7 +99,10 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
         "SELECT body FROM checkpoints"
         " WHERE id IN (SELECT max(id) FROM checkpoints GROUP BY thread_id)"
     )
-    upsert = _SQL["upsert_thread"]
+    upsert = (
+        "INSERT INTO threads (thread_id, status, run_id, step, updated_at)"
+        " VALUES (:thread, :status, :run, :step, :at)"
+    )
     for (body,) in conn.execute(latest).fetchall():
         info = _info(load_checkpoint(body))
         row = {"thread": info.thread_id, "status": info.status, "run": info.run_id}
