@@ -29,7 +29,6 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import statistics
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from typing import Any
 import anyio
 import attrs
 from _common import backends, fmt, parse
+from bench_savers import DSN, postgres_available
 
 from reactcore import (
     AssistantMessage,
@@ -58,7 +58,6 @@ from reactcore import (
 )
 from reactcore.testing import ScriptedChatModel
 
-DSN = os.environ.get("REACTCORE_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 RESULT_BYTES = 10 * 1024
 BATCH = 5
 
@@ -117,18 +116,6 @@ def script(calls: int) -> Callable[[ModelRequest], AssistantMessage]:
 
 
 # --- savers -----------------------------------------------------------------------------
-
-
-def postgres_available() -> str | None:
-    """``None`` when a server answers at ``DSN``, else why not."""
-    try:
-        import psycopg
-
-        with psycopg.connect(DSN, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
 
 
 @attrs.frozen

@@ -148,7 +148,9 @@ def _target(pool: ConnectionPool) -> str:
 
 @attrs.define(eq=False)
 class PostgresSaver(TableSaver):
-    """Checkpoints in PostgreSQL (see the module docstring): ``PostgresSaver(dsn)``, or
+    """Checkpoints in PostgreSQL, shared by every replica of a service, with leases and
+    fenced writes (the module ``reactcore.savers._postgres`` says how; the guide's page
+    on checkpoints, why): ``PostgresSaver(dsn)``, or
     ``PostgresSaver(pool=pool)`` with a ``psycopg_pool.ConnectionPool`` of your own.
 
     Nothing happens in ``__init__``: the pool opens and the layout is checked on first
@@ -392,7 +394,7 @@ class PostgresSaver(TableSaver):
     async def put(self, thread_id: str, checkpoint: Checkpoint) -> None:
         """Store ``checkpoint`` as the latest of ``thread_id``: one statement writing
         its new messages, its record and the thread's status, fenced by the claim of
-        ``checkpoint.run_id`` when this saver holds one (see the module docstring).
+        ``checkpoint.run_id`` when this saver holds one (see ``LeasingSaver.claim``).
 
         Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread
         or the thread id breaks the rule of ``check_thread_id``; ``TypeError`` when the

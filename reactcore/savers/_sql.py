@@ -464,13 +464,19 @@ class Tables:
             if rows is None or rows.records[-1].seq != seq:
                 return None
             return latest(thread_id, rows)[0]
-        stamp = self.transact(lambda conn: stamp_of(conn.fetch, thread_id), False)
-        with self._lock:  # (a ``put`` takes the head out under the lock before changing it)
-            head = self._heads.get(thread_id)
-            if head is not None and head.record is not None and head.stamp == stamp:
-                self._heads.move_to_end(thread_id)
-                return latest_of(thread_id, head, CODEC)
-        rows = self._rows(thread_id, "latest")
+
+        def read(conn: Connection) -> Checkpoint | Rows | None:
+            stamp = stamp_of(conn.fetch, thread_id)
+            with self._lock:  # (a ``put`` takes the head out under the lock to change it)
+                head = self._heads.get(thread_id)
+                if head is not None and head.record is not None and head.stamp == stamp:
+                    self._heads.move_to_end(thread_id)
+                    return latest_of(thread_id, head, CODEC)  # nobody wrote it since
+            return fetch_rows(conn.fetch, self.dialect, thread_id, "latest")
+
+        rows = self.transact(read, False)
+        if isinstance(rows, Checkpoint):
+            return rows
         if rows is None:
             self.keep_head(thread_id, Head())
             return None
