@@ -465,16 +465,20 @@ async def test_a_checkpoint_of_another_thread_is_refused(saver: Saver) -> None:
 
 
 async def test_memory_saver_returns_the_stored_objects() -> None:
-    """The memory saver keeps checkpoints as given (frozen) and returns those very ones,
-    in a new list each time."""
+    """The memory saver serialises nothing: the latest checkpoint comes back with the very
+    state given (and its ``checkpoint_id``), older ones are rebuilt holding the very
+    messages given, and ``list`` gives a new list each time."""
     saver = MemorySaver()
-    stored = checkpoint(0)
-    await saver.put("t", stored)
-    assert await saver.get("t") is stored
+    first, second = checkpoint(0), checkpoint(1)
+    await saver.put("t", first)
+    await saver.put("t", second)
+    latest = await saver.get("t")
+    assert latest is not None and latest.state is second.state
+    assert latest.checkpoint_id == "2"
     listed = await saver.list("t")
-    assert listed[0] is stored
+    assert listed[0] == first and listed[0].state["messages"][0] is first.state["messages"][0]
     listed.clear()
-    assert await saver.list("t") == [stored]
+    assert await saver.list("t") == [first, second]
 
 
 async def test_memory_saver_is_safe_for_concurrent_runs() -> None:
@@ -525,8 +529,9 @@ async def test_sqlite_constructor_does_no_io(tmp_path: Path) -> None:
 
 
 async def test_sqlite_file_layout(tmp_path: Path) -> None:
-    """WAL journal, layout version 2, one row per checkpoint with its columns, the
-    index on (thread_id, step), and one row per thread with its latest status."""
+    """WAL journal, layout version 3: a record per checkpoint (numbered per thread, the
+    first a snapshot), each message once in the log, one row per thread with its latest
+    status and its stamp (a random version, new at every write)."""
     path = tmp_path / "cp.db"
     async with SqliteSaver(path) as saver:
         await saver.put("t", checkpoint(0))
@@ -534,18 +539,30 @@ async def test_sqlite_file_layout(tmp_path: Path) -> None:
         db = sqlite3.connect(path)
         try:
             assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-            assert db.execute("PRAGMA user_version").fetchone() == (2,)
-            rows = db.execute(
-                "SELECT thread_id, step, run_id, created_at, body FROM checkpoints ORDER BY id"
+            assert db.execute("PRAGMA user_version").fetchone() == (3,)
+            records = db.execute(
+                "SELECT thread_id, seq, step, run_id, created_at, snapshot, body"
+                " FROM checkpoints ORDER BY seq"
             ).fetchall()
+            log = db.execute("SELECT segment, position, body FROM messages").fetchall()
             threads = db.execute("SELECT * FROM threads").fetchall()
-            indexes = db.execute("PRAGMA index_info(checkpoints_thread_step)").fetchall()
+            (plan,) = db.execute(
+                "EXPLAIN QUERY PLAN SELECT stamp FROM threads WHERE thread_id = 't'"
+            ).fetchall()
         finally:
             db.close()
-    assert [r[:4] for r in rows] == [("t", 0, "run-t", 0.0), ("t", 1, "run-t", 1.0)]
-    assert load_checkpoint(rows[1][4]) == checkpoint(1)
-    assert [name for *_, name in indexes] == ["thread_id", "step"]
-    assert threads == [("t", "unfinished", "run-t", 1, 1.0)]
+    assert [r[:6] for r in records] == [("t", 1, 0, "run-t", 0.0, 1), ("t", 2, 1, "run-t", 1.0, 0)]
+    assert json.loads(records[1][6])["values"] == {
+        "messages": {"kind": "log", "segment": 1, "length": 2},
+        "n": {"kind": "json", "value": 1},
+    }
+    assert [(g, p, json.loads(b)["text"]) for g, p, b in sorted(log)] == [
+        (1, 0, "message 0"),
+        (1, 1, "message 1"),
+    ]
+    [(*info, stamp)] = threads
+    assert info == ["t", "unfinished", "run-t", 1, 1.0] and len(stamp) == 32  # new per write
+    assert "USING INDEX" in plan[3]
 
 
 async def test_sqlite_upgrades_a_version_1_file(tmp_path: Path) -> None:
@@ -596,9 +613,9 @@ async def test_sqlite_refuses_a_newer_file_layout(tmp_path: Path) -> None:
     """A file whose layout version is newer than this code knows is not touched."""
     path = tmp_path / "future.db"
     db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 3")
+    db.execute("PRAGMA user_version = 4")
     db.close()
-    with pytest.raises(ValueError, match="layout version 3 is newer"):
+    with pytest.raises(ValueError, match="layout version 4 is newer"):
         async with SqliteSaver(path):
             pass  # pragma: no cover
 

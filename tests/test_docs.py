@@ -310,6 +310,7 @@ _PUBLIC_SUBMODULES = (
     "reactcore.temporal",
     "reactcore.otel",
     "reactcore.postgres",
+    "reactcore.savers",
 )
 
 

@@ -46,6 +46,8 @@ from reactcore import (
     tool,
 )
 from reactcore.postgres import _MIGRATIONS, POSTGRES_SCHEMA, PostgresSaver, _RowLeases
+from reactcore.savers._postgres_layout import _put_params
+from reactcore.savers._sql import write
 from reactcore.testing import ScriptedChatModel
 from tests import pg
 from tests.helpers import asks
@@ -131,9 +133,9 @@ async def test_options_are_checked() -> None:
 async def test_checkpoints_move_between_sqlite_and_postgres(
     saver: PostgresSaver, tmp_path: Path
 ) -> None:
-    """The same documents: a checkpoint written by ``SqliteSaver`` loads in
-    ``PostgresSaver`` and back, and the stored JSON text is identical in both; the v1
-    fixture file loads and round-trips too."""
+    """The same layout: a checkpoint written by ``SqliteSaver`` loads in
+    ``PostgresSaver`` and back, and the rows stored (records, messages, blobs) are the
+    same text in both; the v1 fixture file loads and round-trips too."""
     fixture = load_checkpoint((FIXTURES / "checkpoint_v1.json").read_text())
     db = tmp_path / "cp.db"
     async with SqliteSaver(db) as sqlite_saver:
@@ -143,17 +145,30 @@ async def test_checkpoints_move_between_sqlite_and_postgres(
         await saver.put(fixture.thread_id, from_sqlite)
         from_postgres = await saver.get(fixture.thread_id)
         assert from_postgres == fixture
+        assert dump_checkpoint(from_postgres) == dump_checkpoint(fixture)
         back = attrs_evolve_thread(from_postgres, "back")
         await sqlite_saver.put("back", back)
         assert await sqlite_saver.get("back") == back
+    queries = [
+        "SELECT seq, snapshot, body FROM {s}checkpoints WHERE thread_id = 'thread-42'",
+        "SELECT segment, position, body FROM {s}messages WHERE thread_id = 'thread-42'",
+        "SELECT hash, body FROM {s}blobs WHERE thread_id = 'thread-42'",
+    ]
     with sqlite3.connect(db) as conn:
-        sqlite_body = conn.execute("SELECT body FROM checkpoints ORDER BY id LIMIT 1").fetchone()
+        in_sqlite = [conn.execute(q.format(s="")).fetchall() for q in queries]
     with psycopg.connect(pg.DSN) as pconn:
-        pg_body = pconn.execute(
-            f'SELECT body FROM "{saver.schema}".checkpoints ORDER BY id LIMIT 1'
-        ).fetchone()
-    assert sqlite_body is not None and pg_body is not None
-    assert sqlite_body[0] == pg_body[0] == dump_checkpoint(fixture)
+        in_postgres = [
+            pconn.execute(q.format(s=f'"{saver.schema}".')).fetchall()  # type: ignore[call-overload]
+            for q in queries
+        ]
+
+    def plain(tables: list[list[Any]]) -> list[list[tuple[Any, ...]]]:
+        return [
+            sorted(tuple(int(v) if type(v) is bool else v for v in r) for r in t) for t in tables
+        ]
+
+    assert plain(in_sqlite) == plain(in_postgres)
+    assert len(in_sqlite[0]) == 1 and len(in_sqlite[1]) == 5
 
 
 def attrs_evolve_thread(stored: Checkpoint, thread_id: str) -> Checkpoint:
@@ -709,29 +724,27 @@ async def test_a_stale_owner_writes_nothing_after_a_takeover(
 
 
 async def test_a_retried_put_stores_its_checkpoint_once(saver: PostgresSaver) -> None:
-    """A ``put`` whose connection broke after the server stored it is retried with its
-    idempotent form, which stores nothing twice (a checkpoint is one per run and step)."""
+    """A ``put`` whose connection broke after the server stored it runs its statement
+    again: the retry finds that very checkpoint stored (same record, run and step) and
+    stores nothing twice; the thread goes on from it."""
     async with saver.claim("t", owner="run-t"):
         await saver.put("t", checkpoint(0))
-        row = await anyio.to_thread.run_sync(retry_put, saver, checkpoint(0))
-        assert row == (True, "run run-t (" + saver._holder + ")")
-        await saver.put("t", checkpoint(1))
-    assert [c.step for c in await saver.list("t")] == [0, 1]
+        first, retry = await anyio.to_thread.run_sync(retry_put, saver, checkpoint(1))
+        holder = "run run-t (" + saver._holder + ")"
+        assert first == (True, True, holder, False)  # stored (its answer lost)
+        assert retry == (True, False, holder, True)  # the thread moved on: by this very put
+        await saver.put("t", checkpoint(2))
+    assert [c.step for c in await saver.list("t")] == [0, 1, 2]
 
 
-def retry_put(saver: PostgresSaver, stored: Checkpoint) -> Any:
-    """The statement a retried ``put`` of ``stored`` runs (its first attempt got through)."""
-    token = saver._token(stored.thread_id, stored.run_id)
-    query = {
-        "thread": stored.thread_id,
-        "step": stored.step,
-        "run": stored.run_id,
-        "at": stored.created_at,
-        "status": "unfinished",
-        "body": dump_checkpoint(stored),
-        "token": token,
-    }
-    return saver._sync(lambda c: c.execute(saver._sql["put_again"], query).fetchone(), False)
+def retry_put(saver: PostgresSaver, stored: Checkpoint) -> tuple[Any, Any]:
+    """The statement of ``put(stored)`` run twice: its first attempt, then its retry."""
+    rows = write(saver._tables.take_head(stored.thread_id), stored)
+    params = _put_params(rows, saver._token(stored.thread_id, stored.run_id))
+    statement = saver._layout["put"]
+    return tuple(  # type: ignore[return-value]
+        saver._sync(lambda c: c.execute(statement, params).fetchone(), False) for _ in range(2)
+    )
 
 
 async def test_a_version_1_layout_is_upgraded(schema: str) -> None:
@@ -746,7 +759,8 @@ async def test_a_version_1_layout_is_upgraded(schema: str) -> None:
     leave_lease(schema, "old", "gone-run", -1.0)
     async with PostgresSaver(pg.DSN, schema=schema) as saver:
         with psycopg.connect(pg.DSN, autocommit=True) as conn:
-            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchall() == [(2,)]
+            version = conn.execute(f'SELECT version FROM "{schema}".meta').fetchall()
+            assert version == [(POSTGRES_SCHEMA,)]
             [(token,)] = conn.execute(f'SELECT token FROM "{schema}".leases').fetchall()
             assert isinstance(token, int)
         async with saver.claim("old", owner="new-run") as lease:
@@ -754,7 +768,7 @@ async def test_a_version_1_layout_is_upgraded(schema: str) -> None:
             assert saver._token("old", "new-run") not in (None, token)
     assert lease.lost is None
     assert [c.run_id for c in await saver_list(schema, "old")] == ["new-run"]
-    assert POSTGRES_SCHEMA == 2
+    assert POSTGRES_SCHEMA == 3
 
 
 async def saver_list(schema: str, thread_id: str) -> list[Checkpoint]:

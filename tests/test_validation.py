@@ -704,6 +704,7 @@ PUBLIC_MODULES = (
     "reactcore.mcp",
     "reactcore.otel",
     "reactcore.postgres",
+    "reactcore.savers",
     "reactcore.temporal",
     "reactcore.testing",
 )
@@ -722,6 +723,7 @@ MADE_BY_THE_LIBRARY = {
     "ModelRequest",
     "OpenAICompatibleServer",
     "OverAllState",
+    "SaverStatistics",
     "TemporalRun",
     "ThreadInfo",
     "ToolCallRequest",

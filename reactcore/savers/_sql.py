@@ -1,0 +1,580 @@
+"""What ``SqliteSaver`` and ``PostgresSaver`` share: the tables of the layout, the
+statements (written once, with the dialects' differences filled in), reading a thread
+back, the rows one checkpoint adds, and the upgrade of a layout of whole checkpoints.
+
+Tables (``<schema>.`` in front, in PostgreSQL)::
+
+    checkpoints (thread_id, seq, step, run_id, created_at, snapshot, body)  -- a record each
+    segments    (thread_id, segment, parent, base)                          -- the log's runs
+    messages    (thread_id, segment, position, body)                        -- the log
+    blobs       (thread_id, hash, body)                                     -- large texts
+    threads     (thread_id, status, run_id, step, updated_at, stamp)        -- for threads()
+
+The latest checkpoint of a thread is its record of highest ``seq``, read through the
+primary key ``(thread_id, seq)`` and a partial index on its snapshots.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Literal, Protocol, TypeVar
+
+import anyio.to_thread
+import attrs
+
+from .._config import check_thread_id
+from .._exceptions import ThreadBusy
+from .._messages import Message
+from ._codec import (
+    JsonCodec,
+    blob_refs,
+    load_stored_message,
+    message_text,
+    parse_record,
+    record_text,
+)
+from ._document import load_checkpoint
+from ._log import (
+    Delta,
+    Head,
+    Record,
+    Replay,
+    Segment,
+    chain,
+    encode,
+    latest_of,
+    pointers,
+    seq_of,
+)
+from ._protocol import Checkpoint, SaverStatistics, ThreadInfo, ThreadStatus, _info, _page
+
+CODEC = JsonCodec()
+
+Fetch = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
+"""Runs the named statement (``STATEMENTS``) with its parameters; the rows."""
+
+_TABLES: tuple[str, ...] = (
+    "ALTER TABLE {s}threads ADD COLUMN stamp text",
+    """CREATE TABLE {s}checkpoints (
+        thread_id text {collate} NOT NULL,
+        seq integer NOT NULL,
+        step integer NOT NULL,
+        run_id text NOT NULL,
+        created_at {real} NOT NULL,
+        snapshot boolean NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (thread_id, seq))""",
+    "CREATE INDEX checkpoints_snapshots ON {s}checkpoints (thread_id, seq) WHERE snapshot",
+    """CREATE TABLE {s}segments (
+        thread_id text {collate} NOT NULL,
+        segment integer NOT NULL,
+        parent integer,
+        base integer NOT NULL,
+        PRIMARY KEY (thread_id, segment))""",
+    """CREATE TABLE {s}messages (
+        thread_id text {collate} NOT NULL,
+        segment integer NOT NULL,
+        position integer NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (thread_id, segment, position))""",
+    """CREATE TABLE {s}blobs (
+        thread_id text {collate} NOT NULL,
+        hash text NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (thread_id, hash))""",
+)
+"""The tables of the layout of message logs (created by the upgrade to it), and the
+thread's ``stamp``: a random version, new at every write."""
+
+_RECORDS = "SELECT seq, snapshot, body FROM {s}checkpoints WHERE thread_id = :thread"
+_FROM_SNAPSHOT = (
+    " AND seq >= (SELECT seq FROM {s}checkpoints WHERE thread_id = :thread AND snapshot"
+    "{upto} ORDER BY seq DESC LIMIT 1){upto} ORDER BY seq"
+)
+
+STATEMENTS: dict[str, str] = {
+    # reading
+    "latest": _RECORDS + _FROM_SNAPSHOT.replace("{upto}", ""),
+    "upto": _RECORDS + _FROM_SNAPSHOT.replace("{upto}", " AND seq <= :seq"),
+    "records": _RECORDS + " ORDER BY seq",
+    "segments": "SELECT segment, parent, base FROM {s}segments WHERE thread_id = :thread",
+    "messages": "SELECT segment, position, body FROM {s}messages"
+    " WHERE thread_id = :thread AND segment {in:segments}",
+    "blobs": "SELECT hash, body FROM {s}blobs WHERE thread_id = :thread AND hash {in:hashes}",
+    "last_seq": "SELECT max(seq) FROM {s}checkpoints WHERE thread_id = :thread",
+    "stamp": "SELECT stamp FROM {s}threads WHERE thread_id = :thread",
+    "threads": "SELECT thread_id, status, run_id, step, updated_at FROM {s}threads"
+    " WHERE (CAST(:status AS text) IS NULL OR status = :status)"
+    " AND (CAST(:after AS text) IS NULL OR thread_id > :after)"
+    " ORDER BY thread_id LIMIT :limit",
+    # writing (the rows of one checkpoint; PostgreSQL writes them in one statement)
+    "insert_blob": "INSERT INTO {s}blobs (thread_id, hash, body) VALUES (:thread, :hash, :body)"
+    " ON CONFLICT DO NOTHING",
+    "insert_segment": "INSERT INTO {s}segments (thread_id, segment, parent, base)"
+    " VALUES (:thread, :segment, :parent, :base)",
+    "insert_message": "INSERT INTO {s}messages (thread_id, segment, position, body)"
+    " VALUES (:thread, :segment, :position, :body)",
+    "insert_checkpoint": "INSERT INTO {s}checkpoints"
+    " (thread_id, seq, step, run_id, created_at, snapshot, body)"
+    " VALUES (:thread, :seq, :step, :run, :at, :snapshot, :body)",
+    "upsert_thread": "INSERT INTO {s}threads (thread_id, status, run_id, step, updated_at, stamp)"
+    " VALUES (:thread, :status, :run, :step, :at, :stamp)"
+    " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, run_id = excluded.run_id,"
+    " step = excluded.step, updated_at = excluded.updated_at, stamp = excluded.stamp",
+    # the whole store, or one thread
+    **{
+        f"count_{table}": f"SELECT count(*), coalesce(sum(length(body)), 0) FROM {{s}}{table}"
+        " WHERE CAST(:thread AS text) IS NULL OR thread_id = :thread"
+        for table in ("checkpoints", "messages", "blobs")
+    },
+    "count_threads": "SELECT count(*) FROM {s}threads"
+    " WHERE CAST(:thread AS text) IS NULL OR thread_id = :thread",
+    **{
+        f"delete_{table}": f"DELETE FROM {{s}}{table} WHERE thread_id = :thread"
+        for table in ("checkpoints", "segments", "messages", "blobs", "threads")
+    },
+}
+
+
+@attrs.frozen
+class Dialect:
+    """What differs between SQLite and PostgreSQL in ``STATEMENTS`` and ``_TABLES``."""
+
+    name: Literal["sqlite", "postgres"]
+    prefix: str  # the schema of the tables, with its dot ("" in SQLite)
+
+    def sql(self, statement: str) -> str:
+        """``statement`` in this dialect: tables in the schema, parameters in the
+        driver's style (``:name`` in sqlite3, ``%(name)s`` in psycopg), lists of values
+        as one parameter each."""
+        lists = r"IN (SELECT value FROM json_each(:\1))" if self.name == "sqlite" else r"= ANY(:\1)"
+        text = re.sub(r"\{in:(\w+)\}", lists, statement).format(
+            s=self.prefix,
+            collate='COLLATE "C"' if self.name == "postgres" else "",
+            real="double precision" if self.name == "postgres" else "REAL",
+        )
+        if self.name == "sqlite":
+            return text
+        return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", text)
+
+    def values(self, items: Sequence[Any]) -> Any:
+        """A list of values as one parameter (``{in:name}``)."""
+        return json.dumps(list(items)) if self.name == "sqlite" else list(items)
+
+    def statements(self) -> dict[str, str]:
+        return {name: self.sql(text) for name, text in STATEMENTS.items()}
+
+    def tables(self) -> builtins.list[str]:
+        return [self.sql(text) for text in _TABLES]
+
+
+# --- reading a thread -------------------------------------------------------------------
+
+
+@attrs.frozen
+class Rows:
+    """What a reader fetched of one thread (in one transaction): its records (the ones
+    asked for, from a snapshot on), segments, and the message rows and blobs they need."""
+
+    records: tuple[Record, ...]
+    segments: Mapping[int, Segment]
+    messages: Mapping[tuple[int, int], str]
+    blobs: Mapping[str, str]
+    stamp: str | None
+
+
+def fetch_rows(
+    fetch: Fetch, dialect: Dialect, thread_id: str, which: str, seq: int | None = None
+) -> Rows | None:
+    """The rows of ``thread_id`` for the statement ``which`` (``latest``, ``upto`` record
+    ``seq``, or every record: ``records``), or ``None`` when it has none."""
+    params = {"thread": thread_id, "seq": seq}
+    records = tuple(parse_record(*row) for row in fetch(which, params))
+    if not records:
+        return None
+    segments = {
+        int(i): Segment(int(i), None if p is None else int(p), int(b))
+        for i, p, b in fetch("segments", params)
+    }
+    needed = sorted({run[0] for p in pointers(records) for run in chain(segments, p)})
+    rows = fetch("messages", {**params, "segments": dialect.values(needed)}) if needed else ()
+    messages = {(int(g), int(p)): body for g, p, body in rows}
+    for segment, position in messages:
+        known = segments[segment]
+        known.end = max(known.end or 0, position + 1)
+    hashes = sorted({h for body in messages.values() for h in blob_refs(json.loads(body))})
+    blobs = fetch("blobs", {**params, "hashes": dialect.values(hashes)}) if hashes else ()
+    return Rows(records, segments, messages, {h: b for h, b in blobs}, stamp_of(fetch, thread_id))
+
+
+def stamp_of(fetch: Fetch, thread_id: str) -> str | None:
+    """The thread's stamp (``None``: no thread, or one stored by an older layout)."""
+    rows = fetch("stamp", {"thread": thread_id})
+    return None if not rows or rows[0][0] is None else str(rows[0][0])
+
+
+def replay(thread_id: str, rows: Rows) -> Replay:
+    """A replay of ``rows``, its messages decoded as they are read (each once)."""
+    decoded: dict[tuple[int, int], Message] = {}
+
+    def message_at(segment: int, position: int) -> Message:
+        key = (segment, position)
+        message = decoded.get(key)
+        if message is None:
+            text = rows.messages.get(key)
+            if text is None:
+                raise ValueError(f"malformed message log: no message {position} in {segment}")
+            message = decoded[key] = load_stored_message(text, rows.blobs)
+        return message
+
+    return Replay(thread_id, CODEC, rows.segments, message_at)
+
+
+def latest(thread_id: str, rows: Rows) -> tuple[Checkpoint, Head]:
+    """The last checkpoint of ``rows``, and the writer's head after it."""
+    replaying = replay(thread_id, rows)
+    for record in rows.records:
+        replaying.apply(record)
+    return replaying.checkpoint(), replaying.head(rows.stamp)
+
+
+def every(thread_id: str, rows: Rows) -> Iterator[Checkpoint]:
+    """Every checkpoint of ``rows`` (from its first record, a snapshot), in order."""
+    replaying = replay(thread_id, rows)
+    for record in rows.records:
+        replaying.apply(record)
+        yield replaying.checkpoint()
+
+
+# --- writing a checkpoint ---------------------------------------------------------------
+
+
+@attrs.frozen
+class Write:
+    """The rows storing one checkpoint (as parameters of ``STATEMENTS``), and its delta."""
+
+    delta: Delta
+    expected: str | None  # the thread's stamp the writer knows
+    checkpoint: dict[str, Any]
+    segments: tuple[dict[str, Any], ...]
+    messages: tuple[dict[str, Any], ...]
+    blobs: tuple[dict[str, Any], ...]
+    thread: dict[str, Any]
+
+
+def write(head: Head, checkpoint: Checkpoint) -> Write:
+    """The rows of ``checkpoint`` after ``head`` (``TypeError`` when it holds what a
+    checkpoint cannot keep, before anything is written)."""
+    delta = encode(head, checkpoint, CODEC)
+    thread = checkpoint.thread_id
+    blobs: dict[str, str] = {}
+    messages = tuple(
+        {
+            "thread": thread,
+            "segment": e.segment,
+            "position": e.position,
+            "body": message_text(e.stored, blobs),
+        }
+        for e in delta.entries
+    )
+    segments = tuple(
+        {"thread": thread, "segment": s.id, "parent": s.parent, "base": s.base}
+        for s in delta.segments
+    )
+    info = _info(checkpoint)
+    record = delta.record
+    return Write(
+        delta,
+        head.stamp,
+        {
+            "thread": thread,
+            "seq": record.seq,
+            "step": checkpoint.step,
+            "run": checkpoint.run_id,
+            "at": checkpoint.created_at,
+            "snapshot": record.snapshot,
+            "body": record_text(record),
+        },
+        segments,
+        messages,
+        tuple({"thread": thread, "hash": h, "body": b} for h, b in blobs.items()),
+        {
+            "thread": thread,
+            "status": info.status,
+            "run": info.run_id,
+            "step": info.step,
+            "at": info.updated_at,
+            "stamp": uuid.uuid4().hex,
+        },
+    )
+
+
+def execute_write(run: Callable[[str, Sequence[Mapping[str, Any]]], None], rows: Write) -> None:
+    """Store ``rows`` statement by statement (``run(name, parameter sets)``), in the
+    caller's transaction."""
+    run("insert_blob", rows.blobs)
+    run("insert_segment", rows.segments)
+    run("insert_message", rows.messages)
+    run("insert_checkpoint", [rows.checkpoint])
+    run("upsert_thread", [rows.thread])
+
+
+def statistics(fetch: Fetch, thread_id: str | None) -> SaverStatistics:
+    """What the tables hold (for ``thread_id``, or all)."""
+    params = {"thread": thread_id}
+    [(threads,)] = fetch("count_threads", params)
+    counts = {t: fetch(f"count_{t}", params)[0] for t in ("checkpoints", "messages", "blobs")}
+    return SaverStatistics(
+        int(threads),
+        int(counts["checkpoints"][0]),
+        int(counts["messages"][0]),
+        int(counts["blobs"][0]),
+        sum(int(size) for _, size in counts.values()),
+    )
+
+
+# --- upgrading a layout of whole checkpoints --------------------------------------------
+
+
+def convert(
+    fetch: Fetch, run: Callable[[str, Sequence[Mapping[str, Any]]], None], old: str
+) -> None:
+    """Store every checkpoint of the table ``old`` (one row per checkpoint, its
+    ``dump_checkpoint`` JSON in ``body``, in ``id`` order) in the layout of message
+    logs, thread by thread, in order: each loads back exactly as it was."""
+    for (thread_id,) in fetch(f"threads_in:{old}", {}):
+        head = Head()
+        for (body,) in fetch(f"bodies_in:{old}", {"thread": thread_id}):
+            rows = write(head, load_checkpoint(body))
+            execute_write(run, rows)
+            head.apply(rows.delta, rows.thread["stamp"])
+
+
+def old_table_statements(old: str) -> dict[str, str]:
+    """The statements ``convert`` reads the table ``old`` with."""
+    return {
+        f"threads_in:{old}": f"SELECT DISTINCT thread_id FROM {{s}}{old} ORDER BY thread_id",
+        f"bodies_in:{old}": f"SELECT body FROM {{s}}{old} WHERE thread_id = :thread ORDER BY id",
+    }
+
+
+# --- the savers' operations, over a connection of either dialect -------------------------
+
+_T = TypeVar("_T")
+
+HEADS_KEPT = 256
+"""How many threads' heads a saver keeps (those written or read last)."""
+
+WRITE_ATTEMPTS = 3
+"""How many times ``put`` reads the thread again when another writer moved it on."""
+
+
+class Connection(Protocol):
+    """A connection inside a transaction, running ``STATEMENTS`` by name."""
+
+    def fetch(self, name: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]: ...
+
+    def run(self, name: str, param_sets: Sequence[Mapping[str, Any]]) -> None: ...
+
+
+Transact = Callable[[Callable[[Connection], _T], bool], _T]
+"""Runs ``work(connection)`` in one transaction (``True``: one that writes), blocking."""
+
+
+@attrs.define(eq=False)
+class Tables:
+    """The operations of a saver on the tables of the layout, in either dialect: blocking
+    calls (for a worker thread), each in one transaction of ``transact``; JSON is decoded
+    outside it.
+
+    The writer's ``Head`` of each thread (what the latest checkpoint holds) is kept while
+    a run of this saver claims the thread, and for the last ``HEADS_KEPT`` other threads
+    read or written, so that ``put`` stores only what the step added. Another writer (a
+    process sharing the file or database) may have moved the thread on since: every
+    write checks, in its transaction, that the thread's last record is still the head's,
+    and otherwise reads the thread again and retries.
+    """
+
+    dialect: Dialect
+    transact: Transact[Any]
+    _heads: OrderedDict[str, Head] = attrs.field(factory=OrderedDict, init=False)
+    _claimed: dict[str, int] = attrs.field(factory=dict, init=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    @asynccontextmanager
+    async def claimed(
+        self, thread_id: str, claim: AbstractAsyncContextManager[_T]
+    ) -> AsyncIterator[_T]:
+        """``claim`` of ``thread_id``, during which the thread's head is kept whatever
+        the number of threads (its run writes to it); afterwards it is one of the last
+        ``HEADS_KEPT`` threads used, kept for the thread's next run."""
+        async with claim as value:
+            with self._lock:
+                self._claimed[thread_id] = self._claimed.get(thread_id, 0) + 1
+            try:
+                yield value
+            finally:
+                with self._lock:
+                    self._claimed[thread_id] -= 1
+                    if not self._claimed[thread_id]:
+                        del self._claimed[thread_id]
+
+    def _rows(self, thread_id: str, which: str, seq: int | None = None) -> Rows | None:
+        def read(conn: Connection) -> Rows | None:
+            return fetch_rows(conn.fetch, self.dialect, thread_id, which, seq)
+
+        rows: Rows | None = self.transact(read, False)
+        return rows
+
+    def take_head(self, thread_id: str) -> Head:
+        """The head of ``thread_id``, taken out (a concurrent ``put`` on the thread reads
+        its own); read from the tables when not kept."""
+        with self._lock:
+            head = self._heads.pop(thread_id, None)
+        if head is not None:
+            return head
+        rows = self._rows(thread_id, "latest")
+        return Head() if rows is None else latest(thread_id, rows)[1]
+
+    def keep_head(self, thread_id: str, head: Head) -> None:
+        with self._lock:
+            self._heads[thread_id] = head
+            self._heads.move_to_end(thread_id)
+            extra = len(self._heads) - len(self._claimed) - HEADS_KEPT
+            if extra > 0:
+                unclaimed = [t for t in self._heads if t not in self._claimed][:extra]
+                for name in unclaimed:
+                    del self._heads[name]
+
+    def forget_head(self, thread_id: str) -> None:
+        with self._lock:
+            self._heads.pop(thread_id, None)
+
+    def get(self, thread_id: str, checkpoint_id: str | None) -> Checkpoint | None:
+        if checkpoint_id is not None:
+            seq = seq_of(checkpoint_id)
+            rows = None if seq is None else self._rows(thread_id, "upto", seq)
+            if rows is None or rows.records[-1].seq != seq:
+                return None
+            return latest(thread_id, rows)[0]
+
+        def read(conn: Connection) -> Checkpoint | Rows | None:
+            stamp = stamp_of(conn.fetch, thread_id)
+            with self._lock:  # (a ``put`` takes the head out under the lock to change it)
+                head = self._heads.get(thread_id)
+                if head is not None and head.record is not None and head.stamp == stamp:
+                    self._heads.move_to_end(thread_id)
+                    return latest_of(thread_id, head, CODEC)  # nobody wrote it since
+            return fetch_rows(conn.fetch, self.dialect, thread_id, "latest")
+
+        rows = self.transact(read, False)
+        if isinstance(rows, Checkpoint):
+            return rows
+        if rows is None:
+            self.keep_head(thread_id, Head())
+            return None
+        checkpoint, head = latest(thread_id, rows)
+        self.keep_head(thread_id, head)  # a run resuming the thread writes next
+        return checkpoint
+
+    def put(self, thread_id: str, checkpoint: Checkpoint, store: Callable[[Write], bool]) -> None:
+        """Store ``checkpoint`` through ``store`` (which writes the rows, in one
+        transaction, when the thread's last record is still the head's, and says
+        whether it did)."""
+        for _ in range(WRITE_ATTEMPTS):
+            head = self.take_head(thread_id)
+            rows = write(head, checkpoint)
+            if store(rows):
+                head.apply(rows.delta, rows.thread["stamp"])
+                self.keep_head(thread_id, head)
+                return
+        raise ThreadBusy(thread_id, "another writer, which kept storing checkpoints meanwhile")
+
+    def store(self, conn: Connection, rows: Write) -> bool:
+        """Write ``rows`` unless another writer wrote the thread since its writer read it
+        (its stamp changed; the caller's transaction must hold the write lock)."""
+        if stamp_of(conn.fetch, rows.checkpoint["thread"]) != rows.expected:
+            return False
+        execute_write(conn.run, rows)
+        return True
+
+    def list(self, thread_id: str) -> builtins.list[Checkpoint]:
+        rows = self._rows(thread_id, "records")
+        return [] if rows is None else builtins.list(every(thread_id, rows))
+
+    def delete(self, thread_id: str, *extra: str) -> None:
+        """Forget ``thread_id`` (and its rows of the ``extra`` statements too)."""
+        params = [{"thread": thread_id}]
+
+        def forget(conn: Connection) -> None:
+            for table in ("checkpoints", "segments", "messages", "blobs", "threads"):
+                conn.run(f"delete_{table}", params)
+            for name in extra:
+                conn.run(name, params)
+
+        self.forget_head(thread_id)
+        self.transact(forget, True)
+
+    def threads(
+        self, status: ThreadStatus | None, after: str | None, limit: int
+    ) -> builtins.list[ThreadInfo]:
+        _page((), status, after, limit)  # checks limit and after
+        params = {"status": status, "after": after, "limit": limit}
+        rows = self.transact(lambda conn: conn.fetch("threads", params), False)
+        return [ThreadInfo(*row) for row in rows]
+
+    def statistics(self, thread_id: str | None) -> SaverStatistics:
+        counted: SaverStatistics = self.transact(
+            lambda conn: statistics(conn.fetch, thread_id), False
+        )
+        return counted
+
+
+class TableSaver:
+    """The methods of ``SqliteSaver`` and ``PostgresSaver`` that only read or forget
+    (each a call of their ``Tables`` in a worker thread); writing (``put``) and claiming
+    are each saver's own. Raised by every method: ``ValueError`` when a thread id breaks
+    the rule of ``check_thread_id`` (before any I/O)."""
+
+    _tables: Tables
+    _forget_also: tuple[str, ...] = ()  # statements ``delete`` runs too
+
+    async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The latest checkpoint of ``thread_id``, or the one named ``checkpoint_id`` (an
+        id ``list`` gave); ``None`` when there is none."""
+        check_thread_id(thread_id)
+        return await anyio.to_thread.run_sync(self._tables.get, thread_id, checkpoint_id)
+
+    async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
+        """Every checkpoint of ``thread_id``, oldest first."""
+        check_thread_id(thread_id)
+        return await anyio.to_thread.run_sync(self._tables.list, thread_id)
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget ``thread_id``."""
+        check_thread_id(thread_id)
+        await anyio.to_thread.run_sync(self._tables.delete, thread_id, *self._forget_also)
+
+    async def threads(
+        self,
+        *,
+        status: ThreadStatus | None = "unfinished",
+        after: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[ThreadInfo]:
+        """A page of threads with ``status`` (see ``LeasingSaver.threads``)."""
+        return await anyio.to_thread.run_sync(self._tables.threads, status, after, limit)
+
+    async def statistics(self, thread_id: str | None = None) -> SaverStatistics:
+        """What the saver holds (for ``thread_id``, or all): ``stored_bytes`` counts the
+        text of every row."""
+        if thread_id is not None:
+            check_thread_id(thread_id)
+        return await anyio.to_thread.run_sync(self._tables.statistics, thread_id)
