@@ -39,6 +39,7 @@ from ._exceptions import CallLimitExceeded as CallLimitExceeded
 from ._exceptions import LeaseLost as LeaseLost
 from ._exceptions import MaxIterationsExceeded as MaxIterationsExceeded
 from ._exceptions import MCPError as MCPError
+from ._exceptions import PayloadMissing as PayloadMissing
 from ._exceptions import ModelError as ModelError
 from ._exceptions import ModelHTTPError as ModelHTTPError
 from ._exceptions import ModelStreamError as ModelStreamError
@@ -188,6 +189,7 @@ __all__ = [
     "OverAllState",
     "PIIDetectedError",
     "PIIRedactionHook",
+    "PayloadMissing",
     "ReactAgent",
     "ReactcoreError",
     "Reject",
