@@ -39,13 +39,13 @@ from ._exceptions import CallLimitExceeded as CallLimitExceeded
 from ._exceptions import LeaseLost as LeaseLost
 from ._exceptions import MaxIterationsExceeded as MaxIterationsExceeded
 from ._exceptions import MCPError as MCPError
-from ._exceptions import PayloadMissing as PayloadMissing
 from ._exceptions import ModelError as ModelError
 from ._exceptions import ModelHTTPError as ModelHTTPError
 from ._exceptions import ModelStreamError as ModelStreamError
 from ._exceptions import ModelTimeoutError as ModelTimeoutError
 from ._exceptions import ModelTruncatedError as ModelTruncatedError
 from ._exceptions import OutputParseError as OutputParseError
+from ._exceptions import PayloadMissing as PayloadMissing
 from ._exceptions import PIIDetectedError as PIIDetectedError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import ReportedError as ReportedError

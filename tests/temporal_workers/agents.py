@@ -167,11 +167,12 @@ def long_plan(question: str, turn: int, texts: list[str]) -> AssistantMessage:
 def long_agents() -> list[ReactAgent]:
     """The agents of long runs (their Temporal side needs a payload store)."""
     return [
-        ReactAgent("long", PlanModel(long_plan), tools=[blob]),
+        ReactAgent("long", PlanModel(long_plan), tools=[blob], max_iterations=None),
         ReactAgent(
             "long-hold",
             PlanModel(long_plan),
             tools=[blob, hold, add],
+            max_iterations=None,
             hooks=[HumanInTheLoopHook({"add": True})],
             saver=MemorySaver(),
         ),
