@@ -19,7 +19,13 @@ import pytest
 
 pytest.importorskip("temporalio", reason="the 'temporal' extra (temporalio) is not installed")
 
-from temporal_workers.agents import RESULT_BYTES, blob_text, long_agents, temporal_agents
+from temporal_workers.agents import (
+    RESULT_BYTES,
+    PlanModel,
+    blob_text,
+    long_agents,
+    temporal_agents,
+)
 from temporal_workers.support import (
     WAIT,
     Workers,
@@ -31,10 +37,21 @@ from temporal_workers.support import (
     two_workers,
 )
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowFailureError, WorkflowHistory
+from temporalio.exceptions import ApplicationError
 
-from reactcore import Approve, PayloadMissing, Resume, RunCancelled, ToolResponseMessage
-from reactcore.temporal import FileStore, TemporalAgent, TemporalRun, replayer
+from reactcore import (
+    Approve,
+    AssistantMessage,
+    PayloadMissing,
+    ReactAgent,
+    Resume,
+    RunCancelled,
+    ToolCall,
+    ToolResponseMessage,
+    tool,
+)
+from reactcore.temporal import FileStore, TemporalAgent, TemporalRun, replayer, worker
 from reactcore.temporal._workflow import PAGE_BYTES
 from reactcore.temporal.testing import DevServer, temporal_cli
 
@@ -254,3 +271,35 @@ async def test_a_missing_store_entry_fails_the_run_with_a_clear_error(
     with pytest.raises(PayloadMissing) as caught:
         await elsewhere.get(client, run.thread_id).result()
     assert len(caught.value.key) == 64
+
+
+@pytest.mark.anyio
+async def test_without_a_store_an_oversized_payload_fails_the_run_naming_the_fix(
+    server: DevServer,
+) -> None:
+    """Without a store, a conversation of 400 KB results outgrows Temporal's 2 MB payload
+    limit within a few turns: the run fails (it does not retry a workflow task for ever)
+    with an error saying the model call's input is too large and naming ``store=``."""
+
+    @tool
+    async def huge(turn: int) -> str:
+        """400 KB of text."""
+        return str(turn) * 400_000
+
+    def plan(question: str, turn: int, texts: list[str]) -> AssistantMessage:
+        return AssistantMessage("", [ToolCall(f"h{turn}", "huge", f'{{"turn": {turn}}}')])
+
+    model = PlanModel(plan)
+    agent = ReactAgent("huge", model, tools=[huge], max_iterations=None)
+    durable = TemporalAgent(agent, task_queue=f"tq-{uuid.uuid4().hex[:8]}")
+    client = await connect(server)
+    async with worker(client, [durable]):
+        run = await durable.start(client, "go", thread_id=thread())
+        with anyio.fail_after(WAIT), pytest.raises(WorkflowFailureError) as caught:
+            await run.result()
+        assert await run.status() == "failed"
+    cause = caught.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "ValueError"
+    assert "over Temporal's 2 MB payload limit" in cause.message
+    assert "store=FileStore" in cause.message

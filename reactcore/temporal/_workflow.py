@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 from temporalio import workflow
@@ -215,8 +215,23 @@ class ReactAgentWorkflow:
                 self._cancel_run()
 
     async def _drive(self, argument: str) -> str:
-        """The run itself: the loop from the input (or the carried state), then again after
-        each approval; continued as new when the history is long."""
+        """The run; any error fails it (recorded as ``RunFailed``, and raised as a
+        non-retryable ``ApplicationError`` naming it: retrying would fail the same way).
+        Continuing as new is no error (``ContinueAsNewError`` is a ``BaseException``)."""
+        try:
+            return await self._steps(argument)
+        except Exception as exc:
+            self.status = "failed"
+            self.events.append({"type": "RunFailed", "error": f"{type(exc).__name__}: {exc}"})
+            if isinstance(exc, ApplicationError):
+                raise
+            raise ApplicationError(
+                f"{type(exc).__name__}: {exc}", type=type(exc).__name__, non_retryable=True
+            ) from exc
+
+    async def _steps(self, argument: str) -> str:
+        """The loop from the input (or the carried state), then again after each approval;
+        continued as new when the history is long."""
         given = codec.loads(argument, codec.RunInput)
         self.settings = registered(given.agent)
         self.thread_id = given.thread_id
@@ -239,13 +254,7 @@ class ReactAgentWorkflow:
             except RunCancelled:
                 return await self._end("cancelled", run.state, loop.model_calls, RUN_CANCELLED)
             except _GoOn as going:
-                await self._continue(given, going.state, loop.model_calls)
-            except Exception as exc:
-                self.status = "failed"
-                self.events.append({"type": "RunFailed", "error": f"{type(exc).__name__}: {exc}"})
-                raise ApplicationError(
-                    f"{type(exc).__name__}: {exc}", type=type(exc).__name__, non_retryable=True
-                ) from exc
+                return await self._continue(given, going.state, loop.model_calls)
             if result.interrupt is None:
                 return await self._end("finished", result.state, result.model_calls)
             resume = await self._paused_for(result)
@@ -299,7 +308,7 @@ class ReactAgentWorkflow:
         self.stored(conversation, len(messages))
         return without_messages(state, conversation), conversation.key
 
-    async def _continue(self, given: codec.RunInput, state: OverAllState, calls: int) -> None:
+    async def _continue(self, given: codec.RunInput, state: OverAllState, calls: int) -> NoReturn:
         """Continue as new from before the next model call, carrying ``state``."""
         kept, messages = await self._saved(state)
         checkpoint = codec.dump_state(kept, model_calls=calls)
