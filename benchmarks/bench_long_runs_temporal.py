@@ -24,28 +24,25 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 from _common import fmt
+from bench_temporal import RequestModel
 from temporalio.api.enums.v1 import EventType
 
 from reactcore import (
     AssistantMessage,
-    ModelChunk,
     ModelRequest,
-    ModelResponse,
     ReactAgent,
     ToolCall,
     ToolResponseMessage,
     tool,
 )
 from reactcore.temporal import TemporalAgent, worker
-from reactcore.temporal.testing import DevServer
-from reactcore.testing import message_chunks
+from reactcore.temporal.testing import DevServer, history_chain
 
 RESULT_BYTES = 10_240
 FULL = (100, 400, 1000)
@@ -58,16 +55,13 @@ async def blob(turn: int) -> str:
     return (f"<{turn}>" + "abcdefghijklmnopqrstuvwxyz" * 400)[:RESULT_BYTES]
 
 
-@attrs.frozen
-class LongModel:
+def long_model(turns: int) -> RequestModel:
     """One ``blob`` call a turn for ``turns`` turns, then the number of results it saw
-    whole; from the request alone."""
+    whole."""
 
-    turns: int
-
-    def _answer(self, request: ModelRequest) -> AssistantMessage:
+    def answer(request: ModelRequest) -> AssistantMessage:
         turn = sum(isinstance(m, AssistantMessage) for m in request.messages)
-        if turn < self.turns:
+        if turn < turns:
             return AssistantMessage("", [ToolCall(f"c{turn}", "blob", f'{{"turn": {turn}}}')])
         whole = sum(
             len(r.response_data) == RESULT_BYTES
@@ -77,18 +71,7 @@ class LongModel:
         )
         return AssistantMessage(f"whole={whole}")
 
-    async def call(self, request: ModelRequest) -> ModelResponse:
-        return ModelResponse(self._answer(request))
-
-    @asynccontextmanager
-    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
-        chunks = message_chunks(self._answer(request))
-
-        async def produce() -> AsyncIterator[ModelChunk]:
-            for chunk in chunks:
-                yield chunk
-
-        yield produce()
+    return RequestModel(answer)
 
 
 def has_store() -> bool:
@@ -106,19 +89,6 @@ def payload_sizes(event: Any) -> list[int]:
         if name in fields and attributes.HasField(name):
             sizes.extend(p.ByteSize() for p in getattr(attributes, name).payloads)
     return sizes
-
-
-async def chain(client: Any, thread_id: str, run_id: str | None) -> list[Any]:
-    """The histories of the run's chain, first run first."""
-    histories = []
-    while run_id:
-        history = await client.get_workflow_handle(thread_id, run_id=run_id).fetch_history()
-        histories.append(history)
-        last = history.events[-1]
-        run_id = None
-        if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-            run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-    return histories
 
 
 def turn_ms(histories: Sequence[Any]) -> list[float]:
@@ -142,7 +112,7 @@ async def measure(sizes: Sequence[int], modes: Sequence[str]) -> list[dict[str, 
         for mode in modes:
             for turns in sizes:
                 agent = ReactAgent(
-                    f"long-{mode}-{turns}", LongModel(turns), tools=[blob], max_iterations=None
+                    f"long-{mode}-{turns}", long_model(turns), tools=[blob], max_iterations=None
                 )
                 options: dict[str, Any] = {}
                 if mode == "store":
@@ -161,7 +131,7 @@ async def measure(sizes: Sequence[int], modes: Sequence[str]) -> list[dict[str, 
                         outcome = f"{type(exc).__name__}: {getattr(exc, 'cause', exc)}"[:120]
                     seconds = time.perf_counter() - start
                 first = run.handle.first_execution_run_id or run.handle.run_id
-                histories = await chain(client, thread, first)
+                histories = await history_chain(client, thread, first)
                 per_turn = turn_ms(histories)
                 rows.append(
                     {

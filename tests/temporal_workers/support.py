@@ -19,10 +19,10 @@ import anyio
 import pytest
 
 from reactcore import ToolCallStarted
-from reactcore.temporal import TemporalRun
+from reactcore.temporal import TemporalAgent, TemporalRun
 from reactcore.temporal.testing import DevServer
 
-from .agents import GATE_ENV, LOG_ENV, STORE_ENV
+from .agents import GATE_ENV, LOG_ENV, STORE_ENV, temporal_agents
 
 WORKER = Path(__file__).parent / "worker.py"
 WAIT = 60  # seconds: the bound of every wait in these tests (a loaded 2-core machine)
@@ -67,8 +67,15 @@ class Workers:
             self.kill(process)
 
 
-def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    """A module's dev server (its ``server`` fixture), killed at the end."""
+@pytest.fixture(scope="module", name="anyio_backend")
+def _anyio_backend() -> str:
+    """Temporal's SDK runs on asyncio only: these tests do too."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module", name="server")
+def _server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """The module's dev server, killed at the end."""
     dev = DevServer(str(tmp_path_factory.mktemp("temporal") / "db.sqlite"))
     dev.start()
     try:
@@ -77,8 +84,9 @@ def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
         dev.kill()
 
 
-def two_workers(server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
-    """A module's two worker processes (its ``workers`` fixture), killed at the end."""
+@pytest.fixture(scope="module", name="workers")
+def _workers(server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
+    """The module's two worker processes, killed at the end."""
     base = tmp_path_factory.mktemp("workers")
     (base / "gates").mkdir()
     group = Workers(server.address, f"tq-{uuid.uuid4().hex[:8]}", base / "log", base / "gates")
@@ -88,6 +96,20 @@ def two_workers(server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> 
         yield group
     finally:
         group.close()
+
+
+@pytest.fixture(name="agents_of")
+def _agents_of(workers: Workers) -> dict[str, TemporalAgent]:
+    """The test agents on the workers' task queue, by name."""
+    return temporal_agents(workers.task_queue, str(workers.store))
+
+
+def install_fixtures(namespace: dict[str, Any]) -> None:
+    """Give a test module (``install_fixtures(globals())``) the fixtures ``anyio_backend``
+    (asyncio), ``server``, ``workers`` (two worker processes) and ``agents_of``."""
+    namespace.update(
+        _anyio_backend=_anyio_backend, _server=_server, _workers=_workers, _agents_of=_agents_of
+    )
 
 
 async def connect(server: DevServer) -> Any:
