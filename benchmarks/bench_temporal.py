@@ -64,32 +64,37 @@ async def noop(i: int) -> int:
 
 
 @attrs.frozen
-class TurnModel:
-    """Asks for ``per_turn`` calls a turn for ``turns`` turns, then answers; from the
-    request alone (any worker gives the same answer)."""
+class RequestModel:
+    """A chat model answering ``answer(request)``: from the request alone, so any worker
+    gives the same answer."""
 
-    turns: int
-    per_turn: int
-
-    def _answer(self, request: ModelRequest) -> AssistantMessage:
-        turn = sum(isinstance(m, AssistantMessage) for m in request.messages)
-        if turn >= self.turns:
-            return AssistantMessage("done")
-        calls = [ToolCall(f"c{turn}-{i}", "noop", f'{{"i": {i}}}') for i in range(self.per_turn)]
-        return AssistantMessage("", calls)
+    answer: Callable[[ModelRequest], AssistantMessage]
 
     async def call(self, request: ModelRequest) -> ModelResponse:
-        return ModelResponse(self._answer(request))
+        return ModelResponse(self.answer(request))
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
-        chunks = message_chunks(self._answer(request))
+        chunks = message_chunks(self.answer(request))
 
         async def produce() -> AsyncIterator[ModelChunk]:
             for chunk in chunks:
                 yield chunk
 
         yield produce()
+
+
+def turn_model(turns: int, per_turn: int) -> RequestModel:
+    """Asks for ``per_turn`` calls a turn for ``turns`` turns, then answers."""
+
+    def answer(request: ModelRequest) -> AssistantMessage:
+        turn = sum(isinstance(m, AssistantMessage) for m in request.messages)
+        if turn >= turns:
+            return AssistantMessage("done")
+        calls = [ToolCall(f"c{turn}-{i}", "noop", f'{{"i": {i}}}') for i in range(per_turn)]
+        return AssistantMessage("", calls)
+
+    return RequestModel(answer)
 
 
 async def median_seconds(run: Callable[[], Awaitable[object]], repeat: int) -> float:
@@ -103,10 +108,10 @@ async def median_seconds(run: Callable[[], Awaitable[object]], repeat: int) -> f
 
 
 async def measure(plan: Plan) -> list[dict[str, object]]:
-    loop_agent = ReactAgent("bench-loop", TurnModel(plan.turns, 1), tools=[noop])
+    loop_agent = ReactAgent("bench-loop", turn_model(plan.turns, 1), tools=[noop])
     batch_agent = ReactAgent(
         "bench-batch",
-        TurnModel(1, plan.calls),
+        turn_model(1, plan.calls),
         tools=[noop],
         parallel_tool_execution=True,
         max_parallel_tools=plan.calls,

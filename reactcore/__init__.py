@@ -45,6 +45,7 @@ from ._exceptions import ModelStreamError as ModelStreamError
 from ._exceptions import ModelTimeoutError as ModelTimeoutError
 from ._exceptions import ModelTruncatedError as ModelTruncatedError
 from ._exceptions import OutputParseError as OutputParseError
+from ._exceptions import PayloadMissing as PayloadMissing
 from ._exceptions import PIIDetectedError as PIIDetectedError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import ReportedError as ReportedError
@@ -188,6 +189,7 @@ __all__ = [
     "OverAllState",
     "PIIDetectedError",
     "PIIRedactionHook",
+    "PayloadMissing",
     "ReactAgent",
     "ReactcoreError",
     "Reject",

@@ -20,6 +20,7 @@
      │    └── LeaseLost            another owner took over the thread of a stalled run
      ├── SaverUnavailable          the checkpoint database cannot be reached
      ├── MCPError                  an MCP server cannot be reached, or failed (``reactcore.mcp``)
+     ├── PayloadMissing            (also LookupError) a payload store lacks what a run refers to
      └── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
@@ -269,3 +270,15 @@ class MCPError(ReactcoreError):
     def __init__(self, message: str, *, server: str) -> None:
         super().__init__(message)
         self.server = server
+
+
+class PayloadMissing(ReactcoreError, LookupError):
+    """Raised by ``reactcore.temporal`` when the agent's payload store has no entry for a
+    key a run refers to (``key``): the store is not the one every worker and client of
+    the agent shares, or its entries were deleted while the run still needed them. In an
+    activity it fails the run (retrying would not bring the entry back).
+    """
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key

@@ -2,7 +2,10 @@
 
 Both heartbeat while they run (so a lost worker is noticed within the heartbeat timeout
 and the call runs again elsewhere: at-least-once), and both are cancelled through
-Temporal (the heartbeat carries the cancellation in).
+Temporal (the heartbeat carries the cancellation in). With a payload store, they read
+the conversation from it and store large results in it (``_refs``); two more activities
+store a conversation (``reactcore.save``) and read one back, a page at a time
+(``reactcore.load``), for a run that ends or continues as new.
 """
 
 from __future__ import annotations
@@ -18,13 +21,15 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .._config import RunnableConfig
-from .._exceptions import ModelHTTPError
+from .._exceptions import ModelHTTPError, PayloadMissing
 from .._interceptors import ToolCallRequest, ToolCallResponse
 from .._llm_node import MODEL_ITERATION, STREAM, call_model
-from .._state import OverAllState
+from .._messages import Message
+from .._state import MESSAGES, OverAllState
 from ..models.base import ModelRequest
 from . import _codec as codec
-from ._workflow import MODEL_ACTIVITY, TOOL_ACTIVITY, model_retry
+from ._calls import LOAD_ACTIVITY, MODEL_ACTIVITY, SAVE_ACTIVITY, TOOL_ACTIVITY, model_retry
+from ._refs import Reader
 
 if TYPE_CHECKING:
     from ._agent import TemporalAgent
@@ -75,11 +80,18 @@ def _model_failure(agent: TemporalAgent, error: Exception) -> ApplicationError:
     )
 
 
+def _missing(error: PayloadMissing) -> ApplicationError:
+    """A missing store entry as Temporal's failure: not retryable (it will not appear)."""
+    return ApplicationError(str(error), type="PayloadMissing", non_retryable=True)
+
+
 @attrs.define(eq=False)
 class Activities:
-    """The activities for a set of agents (by name), as a worker registers them."""
+    """The activities for a set of agents (by name), as a worker registers them; one
+    ``Reader`` (with its cache) per payload store."""
 
     agents: Mapping[str, TemporalAgent]
+    _readers: dict[int, Reader] = attrs.field(factory=dict, init=False)
 
     def _agent(self, name: str) -> TemporalAgent:
         found = self.agents.get(name)
@@ -87,13 +99,62 @@ class Activities:
             raise ApplicationError(f"no agent named {name!r} on this worker", non_retryable=True)
         return found
 
+    def _reader(self, agent: TemporalAgent) -> Reader:
+        store = agent.store
+        if store is None:
+            raise ApplicationError(
+                f"agent {agent.name!r} has no payload store on this worker", non_retryable=True
+            )
+        found = self._readers.get(id(store))
+        if found is None or found.store is not store:
+            found = self._readers[id(store)] = Reader(store)
+        return found
+
+    async def _messages(
+        self, agent: TemporalAgent, conversation: codec.Conversation | None, inline: list[Message]
+    ) -> list[Message]:
+        """The messages sent: ``inline``, or those of ``conversation`` from the store."""
+        if conversation is None:
+            return inline
+        try:
+            return await self._reader(agent).messages(conversation)
+        except PayloadMissing as exc:
+            raise _missing(exc) from exc
+
+    @activity.defn(name=SAVE_ACTIVITY)
+    async def save(self, argument: str) -> None:
+        """Store a conversation (a run ending or continuing as new refers to it)."""
+        given = codec.loads(argument, codec.SaveInput)
+        await self._reader(self._agent(given.agent)).save(given.conversation)
+
+    @activity.defn(name=LOAD_ACTIVITY)
+    async def load(self, argument: str) -> str:
+        """A page of a stored conversation's messages (their JSON, as stored: results
+        stay markers), from ``offset``, about ``max_bytes`` (at least one message)."""
+        given = codec.loads(argument, codec.LoadInput)
+        reader = self._reader(self._agent(given.agent))
+        try:
+            keys = await reader.keys(given.key)
+            texts: list[str] = []
+            size = 0
+            for key in keys[given.offset :]:
+                text = (await reader.texts([key]))[0]
+                if texts and size + len(text) > given.max_bytes:
+                    break
+                texts.append(text)
+                size += len(text)
+        except PayloadMissing as exc:
+            raise _missing(exc) from exc
+        done = given.offset + len(texts) >= len(keys)
+        return codec.dumps(codec.LoadOutput(texts, done))
+
     @activity.defn(name=MODEL_ACTIVITY)
     async def model(self, argument: str) -> str:
         """Call the agent's model with the request the workflow built."""
         given = codec.loads(argument, codec.ModelInput)
         agent = self._agent(given.agent)
         request = ModelRequest(
-            given.messages,
+            await self._messages(agent, given.conversation, given.messages),
             given.system,
             tools=given.tools,
             tool_specs=given.tool_specs,
@@ -122,6 +183,9 @@ class Activities:
             return codec.dumps(codec.ToolOutput(text, is_error=True))
         if given.state is not None:
             state = codec.load_state(given.state).state
+            if given.conversation is not None:
+                messages = await self._messages(agent, given.conversation, [])
+                state = OverAllState({**state.data, MESSAGES: messages}, state.key_strategies)
         else:
             state = OverAllState({}, agent.agent.key_strategies)
         request = ToolCallRequest(given.call, state, config, found)
@@ -135,7 +199,10 @@ class Activities:
         if response is None:
             return codec.dumps(codec.ToolOutput("", is_error=True, timed_out=True))
         update = codec.dump_state(OverAllState(dict(response.update))) if response.update else None
-        return codec.dumps(codec.ToolOutput(response.text, response.is_error, update))
+        text = response.text
+        if agent.store is not None:
+            text = await self._reader(agent).result_text(text, agent.inline_limit)
+        return codec.dumps(codec.ToolOutput(text, response.is_error, update))
 
 
 async def _limited(

@@ -25,10 +25,12 @@ from .._events import Event, RunFailed, RunFinished, RunInterrupted
 from .._exceptions import RunCancelled
 from .._handle import RunStatus
 from .._loop import AgentInput, input_update
-from .._messages import ToolCall
+from .._messages import Message, ToolCall
 from .._result import AgentResult
 from .._state import MESSAGES, OverAllState
 from . import _codec as codec
+from ._refs import Reader
+from ._store import PayloadStore
 from ._workflow import WORKFLOW
 
 _positive = valid.number(positive=True)
@@ -54,6 +56,15 @@ class TemporalAgent:
     them back to 80 % of ``heartbeat_timeout``: 8 s by default): ``cancel_tool`` and
     ``cancel`` reach a running tool within about ``cancel_within`` seconds, for one
     heartbeat request per second per running tool call.
+
+    Long runs: with a ``store`` (a ``PayloadStore`` every worker and client of the agent
+    shares, e.g. ``FileStore(dir)``), the conversation goes to the model activity by
+    reference (only what it adds to the previous call travels in the history), and a
+    tool result over ``inline_limit`` bytes is stored and replaced, in the workflow, by
+    a marker (the model and the caller get the whole text). Without one, everything is
+    inline, as long as each payload stays under Temporal's 2 MB. Either way, a run
+    continues as new before a model call once Temporal suggests it or its history
+    reaches ``continue_after_events`` events or ``continue_after_bytes`` bytes.
     """
 
     agent: ReactAgent = attrs.field(validator=valid.instance_of(ReactAgent, "a ReactAgent"))
@@ -65,6 +76,18 @@ class TemporalAgent:
     timeout_grace: float = attrs.field(default=5.0, kw_only=True, validator=_positive)
     tool_attempts: int = attrs.field(default=5, kw_only=True, validator=valid.integer(minimum=1))
     cancel_within: float = attrs.field(default=1.0, kw_only=True, validator=_positive)
+    store: PayloadStore | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=valid.has_methods("get", "put", what="a PayloadStore", optional=True),
+    )
+    inline_limit: int = attrs.field(default=8192, kw_only=True, validator=valid.integer(minimum=0))
+    continue_after_events: int = attrs.field(
+        default=10_000, kw_only=True, validator=valid.integer(minimum=1)
+    )
+    continue_after_bytes: int = attrs.field(
+        default=10 * 2**20, kw_only=True, validator=valid.integer(minimum=1)
+    )
 
     @property
     def name(self) -> str:
@@ -92,12 +115,18 @@ class TemporalAgent:
         """Start a run: a workflow whose id is ``thread_id`` (one live run per thread)."""
         update = codec.dump_state(OverAllState(input_update(input)))
         argument = codec.RunInput(self.name, update, thread_id, dict(metadata or {}))
-        handle: WorkflowHandle[Any, str] = await client.start_workflow(
+        started: WorkflowHandle[Any, str] = await client.start_workflow(
             WORKFLOW,
             codec.dumps(argument),
             id=thread_id,
             task_queue=self.task_queue,
             result_type=str,
+        )
+        # No run id: queries and updates reach the newest run of the chain (a long run
+        # continues as new), and the result is the chain's.
+        first = started.first_execution_run_id
+        handle = client.get_workflow_handle(
+            thread_id, first_execution_run_id=first, result_type=str
         )
         return TemporalRun(self, handle)
 
@@ -167,6 +196,7 @@ class TemporalRun:
 
     agent: TemporalAgent
     handle: WorkflowHandle[Any, str]
+    _reader: Reader | None = attrs.field(default=None, init=False)
 
     @property
     def run_id(self) -> str | None:
@@ -205,13 +235,28 @@ class TemporalRun:
             return None
         checkpoint = codec.load_state(answer["interrupt"])
         calls: tuple[ToolCall, ...] = checkpoint.interrupt or ()
-        return self.agent.agent.result(checkpoint.state, checkpoint.model_calls, Interrupt(calls))
+        state = await self._expanded(checkpoint.state, None)
+        return self.agent.agent.result(state, checkpoint.model_calls, Interrupt(calls))
+
+    async def _expanded(self, state: OverAllState, key: str | None) -> OverAllState:
+        """``state`` as the caller sees it: its messages read from the store (those of
+        the stored conversation ``key``), stored results put back."""
+        store = self.agent.store
+        if store is None:
+            return state
+        reader = self._reader = self._reader if self._reader is not None else Reader(store)
+        messages: list[Message]
+        if key is not None:
+            messages = await reader.load(key)
+        else:
+            messages = [await reader.expanded(m) for m in state.get(MESSAGES) or ()]
+        return OverAllState({**state.data, MESSAGES: messages}, state.key_strategies)
 
     async def _outcome(self) -> AgentResult:
         """The closed workflow's ``AgentResult`` (or its error, raised)."""
         outcome = codec.loads(await self.handle.result(), codec.RunOutcome)
         checkpoint = codec.load_state(outcome.checkpoint)
-        state = checkpoint.state
+        state = await self._expanded(checkpoint.state, outcome.messages)
         if outcome.status == "cancelled":
             messages = state.get(MESSAGES) or ()
             raise RunCancelled(outcome.message, messages=messages, state=state)
@@ -300,8 +345,9 @@ class TemporalRun:
         answer = await self.handle.query("status", result_type=dict)
         seen = int(answer.get("leg", 0))
         while True:
-            batch = await self.handle.query("events", seen, result_type=list)
-            seen += len(batch)
+            page = await self.handle.query("events", seen, result_type=dict)
+            batch = page["events"]
+            seen = page["first"] + len(batch)
             for data in batch:
                 kind = data["type"]
                 if kind == "RunFinished":

@@ -54,22 +54,77 @@ def load_state(text: str) -> Checkpoint:
 
 
 @attrs.frozen
+class Conversation:
+    """Messages by reference (see ``_refs``): those of the stored node ``base`` (none
+    when ``None``), then the messages of ``keys``; ``inline`` holds the JSON of those of
+    ``keys`` the store may not have yet. ``key`` names the node this conversation is
+    stored as (the activity receiving it stores it)."""
+
+    key: str
+    base: str | None
+    keys: list[str]
+    inline: dict[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Carry:
+    """What a run hands to the run it continues as: the state (checkpoint JSON; without
+    its messages when ``messages`` names them in the store), the model calls so far in
+    the checkpoint, and how many events the earlier runs recorded."""
+
+    checkpoint: str
+    messages: str | None = None
+    events: int = 0
+
+
+@attrs.frozen
 class RunInput:
-    """The workflow's argument: which agent, the input as a state update, the config."""
+    """The workflow's argument: which agent, the input as a state update, the config;
+    ``carry`` when the run goes on from an earlier one (continue-as-new)."""
 
     agent: str
     update: str  # checkpoint JSON of the input as state values
     thread_id: str
     metadata: dict[str, Any] = attrs.field(factory=dict)
+    carry: Carry | None = None
 
 
 @attrs.frozen
 class RunOutcome:
-    """The workflow's answer: how it ended and the state it ended in (checkpoint JSON)."""
+    """The workflow's answer: how it ended and the state it ended in (checkpoint JSON;
+    its messages stored under ``messages`` when the agent has a store)."""
 
     status: str  # "finished" | "cancelled"
     checkpoint: str
     message: str = ""
+    messages: str | None = None
+
+
+@attrs.frozen
+class SaveInput:
+    """Store ``conversation`` (the ``reactcore.save`` activity)."""
+
+    agent: str
+    conversation: Conversation
+
+
+@attrs.frozen
+class LoadInput:
+    """Read the messages of the stored node ``key`` from number ``offset`` on, about
+    ``max_bytes`` of them (the ``reactcore.load`` activity)."""
+
+    agent: str
+    key: str
+    offset: int
+    max_bytes: int
+
+
+@attrs.frozen
+class LoadOutput:
+    """A page of messages (their JSON, as stored); ``done`` once it is the last."""
+
+    messages: list[str]
+    done: bool
 
 
 @attrs.frozen
@@ -85,6 +140,7 @@ class ModelInput:
     stream: bool
     thread_id: str
     options: dict[str, Any] = attrs.field(factory=dict)  # ChatOptions' fields, JSON-native
+    conversation: Conversation | None = None  # the messages by reference, if not in ``messages``
 
 
 def dump_options(options: ChatOptions) -> dict[str, Any]:
@@ -105,7 +161,8 @@ class ModelOutput:
 
 @attrs.frozen
 class ToolInput:
-    """One tool call; ``state`` (checkpoint JSON) only for tools that take a context."""
+    """One tool call; ``state`` (checkpoint JSON) only for tools that take a context
+    (without its messages when ``conversation`` names them)."""
 
     agent: str
     call: ToolCall
@@ -113,6 +170,7 @@ class ToolInput:
     thread_id: str
     state: str | None = None
     metadata: dict[str, Any] = attrs.field(factory=dict)
+    conversation: Conversation | None = None
 
 
 @attrs.frozen

@@ -101,7 +101,7 @@ async def worker(
         client,
         task_queue=task_queue,
         workflows=[ReactAgentWorkflow],
-        activities=[activities.model, activities.tool],
+        activities=[activities.model, activities.tool, activities.save, activities.load],
         **options,
     )
     try:

@@ -14,45 +14,51 @@ most that many of a batch's activities are in flight.
 Cancelling one call and cancelling the run are workflow updates that cancel activities
 through Temporal (``ActivityHandle.cancel``), never through an anyio scope; Temporal's own
 workflow cancellation is turned into the same. A paused run waits for its ``resume``
-update; the events are kept for the ``events`` query.
+update; the events are kept for the ``events`` query. How calls become activities is
+``_calls``; a long run continues as new (see ``ReactAgentWorkflow``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
-from temporalio.workflow import ActivityCancellationType
+from temporalio.exceptions import ApplicationError
 
 from .._approval import Resume
 from .._checkpoint import Checkpoint
 from .._config import RunnableConfig
 from .._events import Event
-from .._exceptions import ModelError, ModelHTTPError, RunCancelled, ToolExecutionError
-from .._interceptors import ToolCallRequest, ToolCallResponse, ToolHandler
-from .._llm_node import MODEL_ITERATION, STREAM, visible_names
+from .._exceptions import RunCancelled
+from .._llm_node import MODEL_ITERATION
 from .._loop import Loop, Start, apply_decisions
+from .._messages import Message
 from .._result import AgentResult
 from .._run import AgentRun
-from .._run_context import DYNAMIC_TOOLS, dynamic_tools
-from .._state import OverAllState
-from ..interceptors._retry import ModelRetryInterceptor
-from ..models.base import ModelRequest, ModelResponse
+from .._state import MESSAGES, OverAllState
 from . import _codec as codec
+from ._calls import (
+    LOAD_ACTIVITY,
+    SAVE_ACTIVITY,
+    ModelActivities,
+    ToolActivities,
+    bounded,
+    model_retry,
+    without_messages,
+)
+from ._refs import Conversations
 
 if TYPE_CHECKING:
     from .._agent import ReactAgent
     from ._agent import TemporalAgent
 
 WORKFLOW = "reactcore.ReactAgent"
-MODEL_ACTIVITY = "reactcore.model"
-TOOL_ACTIVITY = "reactcore.tool"
+PAGE_BYTES = 2**20  # messages per page when a continued run reads its conversation back
 RUN_CANCELLED = "the run was cancelled"
 
 _REGISTRY: dict[tuple[str, str], TemporalAgent] = {}
@@ -104,162 +110,21 @@ class _RecordingRun(AgentRun):
         self.record(event)
 
 
-def model_retry(agent: ReactAgent) -> ModelRetryInterceptor | None:
-    """The agent's own ``ModelRetryInterceptor``: its settings become the model activity's
-    retry policy (and it is left out of the workflow's chain, so calls are not retried twice)."""
-    found = [i for i in agent.interceptors if isinstance(i, ModelRetryInterceptor)]
-    return found[0] if found else None
+class _GoOn(Exception):
+    """Raised by ``_Gate`` before a model call when the run should continue as new."""
 
-
-def model_retry_policy(agent: ReactAgent) -> RetryPolicy:
-    """Temporal's retry policy mapped from the agent's ``ModelRetryInterceptor``.
-
-    Without one a failed model call is not retried (as in process) — but a call lost with
-    its worker (a heartbeat or start-to-close timeout) always is, on another worker.
-    Whether an error is worth retrying is decided in the activity (``retry_on``).
-    """
-    retry = model_retry(agent)
-    if retry is None:
-        return RetryPolicy(initial_interval=timedelta(seconds=0.5), maximum_attempts=0)
-    return RetryPolicy(
-        initial_interval=timedelta(seconds=retry.initial_delay),
-        backoff_coefficient=retry.backoff_factor,
-        maximum_interval=timedelta(seconds=max(retry.max_delay, retry.initial_delay)),
-        maximum_attempts=retry.max_attempts,
-    )
-
-
-def _model_error(exc: ActivityError) -> Exception:
-    """The reactcore error a failed model activity stands for."""
-    cause = exc.cause
-    if isinstance(cause, ApplicationError):
-        details = cause.details[0] if cause.details else {}
-        if cause.type == "ModelHTTPError" and isinstance(details, Mapping):
-            return ModelHTTPError(
-                cause.message,
-                status_code=int(details.get("status_code", 0)),
-                request_id=details.get("request_id"),
-                body=str(details.get("body", "")),
-            )
-        return ModelError(f"{cause.type}: {cause.message}" if cause.type else cause.message)
-    return ModelError(f"the model activity failed: {exc.message or exc}")
-
-
-@attrs.define(eq=False)
-class _ModelActivities:
-    """The innermost model interceptor of the workflow: each model call is an activity."""
-
-    owner: ReactAgentWorkflow
-
-    async def wrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
-        settings = self.owner.settings
-        if request.chat_model is not None and request.chat_model is not settings.agent.model:
-            raise TypeError(
-                "reactcore.temporal runs model calls with the agent's own model only; an "
-                "interceptor chose another (request.chat_model)"
-            )
-        if request.dynamic_tools:
-            added = {t.name: t for t in request.dynamic_tools}
-            request.context[DYNAMIC_TOOLS] = {**dynamic_tools(request.context), **added}
-        payload = codec.ModelInput(
-            settings.name,
-            list(request.messages),
-            request.system_message,
-            list(request.tools),
-            list(request.tool_specs),
-            request.context.get(MODEL_ITERATION, 0),
-            bool(request.context.get(STREAM, True)),
-            self.owner.thread_id,
-            codec.dump_options(request.options),
-        )
-        try:
-            text = await workflow.execute_activity(
-                MODEL_ACTIVITY,
-                codec.dumps(payload),
-                start_to_close_timeout=timedelta(seconds=settings.model_timeout),
-                heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout),
-                retry_policy=model_retry_policy(settings.agent),
-                result_type=str,
-            )
-        except ActivityError as exc:
-            raise _model_error(exc) from exc
-        out = codec.loads(text, codec.ModelOutput)
-        message = out.message
-        if message.tool_calls:
-            # As the node's own innermost handler does: the tools this request showed.
-            message = attrs.evolve(message, visible_tools=visible_names(request))
-        return ModelResponse(message, out.usage)
-
-
-@attrs.define(eq=False)
-class _ToolActivities:
-    """The innermost tool interceptor of the workflow: each tool call is an activity,
-    with the call's timeout (``tool.timeout`` or the node's) as its own."""
-
-    owner: ReactAgentWorkflow
-
-    async def wrap_tool_call(
-        self, request: ToolCallRequest, handler: ToolHandler
-    ) -> ToolCallResponse:
-        settings = self.owner.settings
-        node = settings.agent.tool_node
-        assert node is not None
-        call = request.call
-        timeout = request.tool.timeout or node.tool_execution_timeout
-        state = codec.dump_state(request.state) if request.tool.wants_context else None
-        payload = codec.ToolInput(
-            settings.name,
-            call,
-            timeout,
-            self.owner.thread_id,
-            state,
-            dict(request.config.metadata),
-        )
-        handle = workflow.start_activity(
-            TOOL_ACTIVITY,
-            codec.dumps(payload),
-            start_to_close_timeout=timedelta(seconds=timeout + settings.timeout_grace),
-            heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout),
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(seconds=0.5),
-                maximum_attempts=settings.tool_attempts,
-            ),
-            # A cancelled call resolves once its activity has really stopped (not as soon
-            # as the cancel is asked): the ToolCallCancelled event and the model's answer
-            # then say the tool is no longer running.
-            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            result_type=str,
-        )
-        self.owner.inflight[call.id] = handle
-        try:
-            text = await handle
-        except ActivityError as exc:
-            if isinstance(exc.cause, CancelledError) or self.owner.cancel_asked(call.id):
-                # The job carries the reason (set by cancel_tool): the node answers with
-                # the usual "cancelled by the caller" error. (A cancelled call whose worker
-                # was lost ends with a timeout instead: it was cancelled all the same.)
-                return ToolCallResponse("", is_error=True)
-            cause = exc.cause
-            message = cause.message if isinstance(cause, ApplicationError) else str(exc)
-            raise ToolExecutionError(message, call=call) from exc
-        finally:
-            self.owner.inflight.pop(call.id, None)
-        out = codec.loads(text, codec.ToolOutput)
-        if out.timed_out:
-            text = f"Error: Tool execution timed out after {timeout:g}s (tool '{call.name}')"
-            return ToolCallResponse(text, is_error=True)
-        if out.update is None:
-            return ToolCallResponse(out.text, out.is_error)
-        update = dict(codec.load_state(out.update).state.data)
-        return ToolCallResponse(out.text, out.is_error, update)
+    def __init__(self, state: OverAllState) -> None:
+        super().__init__("continue as new")
+        self.state = state
 
 
 @attrs.frozen
-class _Cancellation:
-    """A hook, first of all: once the run is cancelled no model call or batch starts."""
+class _Gate:
+    """A hook, first of all: once the run is cancelled no model call or batch starts;
+    when the history is long, the run continues as new before its next model call."""
 
     owner: ReactAgentWorkflow
-    name: str = "_temporal_cancellation_"
+    name: str = "_temporal_gate_"
     order: int = -(2**31)
 
     def _check(self) -> None:
@@ -268,6 +133,8 @@ class _Cancellation:
 
     async def before_model(self, state: OverAllState, config: RunnableConfig) -> None:
         self._check()
+        if self.owner.history_is_long():
+            raise _GoOn(state)
 
     async def before_tools(self, state: OverAllState, config: RunnableConfig) -> None:
         self._check()
@@ -275,7 +142,7 @@ class _Cancellation:
 
 def workflow_agent(owner: ReactAgentWorkflow) -> ReactAgent:
     """The user's agent as the workflow runs it: the same definition, plus the activity
-    interceptors (innermost) and the cancellation hook, and no saver.
+    interceptors (innermost) and the gate hook, and no saver.
 
     Built per run: the activity interceptors and the hook belong to this run, and so does
     everything the nodes hold.
@@ -285,8 +152,8 @@ def workflow_agent(owner: ReactAgentWorkflow) -> ReactAgent:
     kept = [i for i in agent.interceptors if i is not retry]
     copy = attrs.evolve(
         agent,
-        interceptors=[*kept, _ModelActivities(owner), _ToolActivities(owner)],
-        hooks=[*agent.hooks, _Cancellation(owner)],
+        interceptors=[*kept, ModelActivities(owner), ToolActivities(owner)],
+        hooks=[*agent.hooks, _Gate(owner)],
         saver=_NoSaver(),
         tracer_provider=None,
     )
@@ -300,7 +167,14 @@ def workflow_agent(owner: ReactAgentWorkflow) -> ReactAgent:
 
 @workflow.defn(name=WORKFLOW)
 class ReactAgentWorkflow:
-    """One run of a registered agent (workflow id: the thread id); see the module docstring."""
+    """One run of a registered agent (workflow id: the thread id); see the module docstring.
+
+    A long run continues as new (a fresh history) before a model call, once Temporal
+    suggests it or the history passes the agent's ``continue_after_events`` or
+    ``continue_after_bytes``: the state goes over (its messages by reference when the
+    agent has a store), with the model calls and the number of events so far; queries
+    and updates reach the newest run of the thread, and ``result()`` follows the chain.
+    """
 
     def __init__(self) -> None:
         self.settings: TemporalAgent
@@ -309,11 +183,15 @@ class ReactAgentWorkflow:
         self.inflight: dict[str, workflow.ActivityHandle[str]] = {}
         self.cancelled = False
         self.status = "running"
+        self.conversations = Conversations()
         self._run: _RecordingRun | None = None
         self._agent: ReactAgent | None = None
+        self._loop: Loop | None = None
         self._config = RunnableConfig()
         self._paused: AgentResult | None = None
         self._resume: Resume | None = None
+        self._first_event = 0  # the events the earlier runs of the chain recorded
+        self._first_call = 0  # the model calls made before this run of the chain
         self._leg = 0  # where the events of the current leg (from the start or a resume) begin
 
     @workflow.run
@@ -337,7 +215,23 @@ class ReactAgentWorkflow:
                 self._cancel_run()
 
     async def _drive(self, argument: str) -> str:
-        """The run itself: the loop from the input, then again after each approval."""
+        """The run; any error fails it (recorded as ``RunFailed``, and raised as a
+        non-retryable ``ApplicationError`` naming it: retrying would fail the same way).
+        Continuing as new is no error (``ContinueAsNewError`` is a ``BaseException``)."""
+        try:
+            return await self._steps(argument)
+        except Exception as exc:
+            self.status = "failed"
+            self.events.append({"type": "RunFailed", "error": f"{type(exc).__name__}: {exc}"})
+            if isinstance(exc, ApplicationError):
+                raise
+            raise ApplicationError(
+                f"{type(exc).__name__}: {exc}", type=type(exc).__name__, non_retryable=True
+            ) from exc
+
+    async def _steps(self, argument: str) -> str:
+        """The loop from the input (or the carried state), then again after each approval;
+        continued as new when the history is long."""
         given = codec.loads(argument, codec.RunInput)
         self.settings = registered(given.agent)
         self.thread_id = given.thread_id
@@ -345,29 +239,117 @@ class ReactAgentWorkflow:
         run = self._run = _RecordingRun(
             workflow.uuid4().hex[:12], given.thread_id, record=self._record
         )
-        update = dict(codec.load_state(given.update).state.data)
-        start = Start(OverAllState({}, agent.key_strategies).merge(update), "model", True)
+        if given.carry is None:
+            update = dict(codec.load_state(given.update).state.data)
+            start = Start(OverAllState({}, agent.key_strategies).merge(update), "model", True)
+        else:
+            start = await self._carried(given.carry)
         while True:
             self._config = RunnableConfig(given.thread_id, given.metadata, {})
-            loop = Loop(agent, run, self._config)
+            if start.model_calls:
+                self._config.context[MODEL_ITERATION] = start.model_calls - 1
+            loop = self._loop = Loop(agent, run, self._config)
             try:
                 result = await loop.execute(start)
             except RunCancelled:
-                return self._end("cancelled", run.state, loop.model_calls, RUN_CANCELLED)
-            except Exception as exc:
-                self.status = "failed"
-                self.events.append({"type": "RunFailed", "error": f"{type(exc).__name__}: {exc}"})
-                raise ApplicationError(
-                    f"{type(exc).__name__}: {exc}", type=type(exc).__name__, non_retryable=True
-                ) from exc
+                return await self._end("cancelled", run.state, loop.model_calls, RUN_CANCELLED)
+            except _GoOn as going:
+                return await self._continue(given, going.state, loop.model_calls)
             if result.interrupt is None:
-                return self._end("finished", result.state, result.model_calls)
+                return await self._end("finished", result.state, result.model_calls)
             resume = await self._paused_for(result)
             if resume is None:
-                return self._end("cancelled", result.state, result.model_calls, RUN_CANCELLED)
+                return await self._end("cancelled", result.state, result.model_calls, RUN_CANCELLED)
             calls = result.interrupt.calls
             state = apply_decisions(agent, result.state, calls, resume, self._config)
             start = Start(state, "tools", False, result.model_calls)
+
+    # --- by reference, and long runs ----------------------------------------------------
+
+    def conversation(self, messages: Sequence[Message]) -> codec.Conversation | None:
+        """``messages`` by reference, if the agent has a store (``None``: inline)."""
+        if self.settings.store is None:
+            return None
+        return self.conversations.of(messages)
+
+    def stored(self, conversation: codec.Conversation | None, messages: int) -> None:
+        """An activity has stored ``conversation`` (of ``messages`` messages)."""
+        if conversation is not None:
+            self.conversations.stored(conversation, messages)
+
+    def history_is_long(self) -> bool:
+        """Whether to continue as new now: Temporal suggests it, or the history passed the
+        agent's thresholds — once this run has made a model call (reading a long
+        conversation back may take a good part of a fresh history)."""
+        loop = self._loop
+        if loop is None or loop.model_calls <= self._first_call:
+            return False
+        info = workflow.info()
+        return (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() >= self.settings.continue_after_events
+            or info.get_current_history_size() >= self.settings.continue_after_bytes
+        )
+
+    async def _saved(self, state: OverAllState) -> tuple[OverAllState, str | None]:
+        """``state`` as it is carried or returned, and the key of its messages once stored
+        (with the ``reactcore.save`` activity) when the agent has a store."""
+        messages = state.get(MESSAGES) or ()
+        conversation = self.conversation(messages)
+        if conversation is None:
+            return state, None
+        argument = codec.SaveInput(self.settings.name, conversation)
+        await workflow.execute_activity(
+            SAVE_ACTIVITY,
+            bounded(codec.dumps(argument), "the conversation to save"),
+            start_to_close_timeout=timedelta(seconds=self.settings.model_timeout),
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=0.5)),
+        )
+        self.stored(conversation, len(messages))
+        return without_messages(state, conversation), conversation.key
+
+    async def _continue(self, given: codec.RunInput, state: OverAllState, calls: int) -> NoReturn:
+        """Continue as new from before the next model call, carrying ``state``."""
+        kept, messages = await self._saved(state)
+        checkpoint = codec.dump_state(kept, model_calls=calls)
+        events = self._first_event + len(self.events)
+        carry = codec.Carry(checkpoint, messages, events)
+        nothing = codec.dump_state(OverAllState({}))
+        argument = attrs.evolve(given, update=nothing, carry=carry)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(bounded(codec.dumps(argument), "the state to carry"))
+
+    async def _carried(self, carry: codec.Carry) -> Start:
+        """Where a continued run starts: the carried state (its messages read back from
+        the store, in pages), before a model call."""
+        assert self._agent is not None
+        checkpoint = codec.load_state(carry.checkpoint)
+        data = dict(checkpoint.state.data)
+        if carry.messages is not None:
+            data[MESSAGES] = await self._load(carry.messages)
+        self._first_event = self._leg = carry.events
+        self._first_call = checkpoint.model_calls
+        return Start(
+            OverAllState(data, self._agent.key_strategies), "model", False, checkpoint.model_calls
+        )
+
+    async def _load(self, key: str) -> list[Message]:
+        """The messages of the stored conversation ``key`` (the ``reactcore.load``
+        activity, a page at a time: each page is a payload of its own)."""
+        texts: list[str] = []
+        while True:
+            argument = codec.LoadInput(self.settings.name, key, len(texts), PAGE_BYTES)
+            page = await workflow.execute_activity(
+                LOAD_ACTIVITY,
+                codec.dumps(argument),
+                start_to_close_timeout=timedelta(seconds=self.settings.model_timeout),
+                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=0.5)),
+                result_type=str,
+            )
+            out = codec.loads(page, codec.LoadOutput)
+            texts.extend(out.messages)
+            if out.done:
+                return self.conversations.loaded(key, texts)
 
     async def _paused_for(self, result: AgentResult) -> Resume | None:
         """Wait for a human's decisions (``None``: the run was cancelled meanwhile)."""
@@ -378,17 +360,22 @@ class ReactAgentWorkflow:
         await workflow.wait_condition(lambda: self._resume is not None or self.cancelled)
         resume, self._resume, self._paused = self._resume, None, None
         self.status = "running"
-        self._leg = len(self.events)
+        self._leg = self._first_event + len(self.events)
         return None if self.cancelled else resume
 
-    def _end(self, status: str, state: Any, model_calls: int, message: str = "") -> str:
+    async def _end(self, status: str, state: Any, model_calls: int, message: str = "") -> str:
+        kept, messages = await self._saved(state)
         self.status = status
         self.events.append({"type": "RunFinished" if status == "finished" else "RunFailed"})
         stamp = workflow.now().timestamp()
         checkpoint = codec.dump_state(
-            state, thread_id=self.thread_id, model_calls=model_calls, created_at=stamp
+            kept,
+            thread_id=self.thread_id,
+            model_calls=model_calls,
+            created_at=stamp,
         )
-        return codec.dumps(codec.RunOutcome(status, checkpoint, message))
+        outcome = codec.RunOutcome(status, checkpoint, message, messages)
+        return bounded(codec.dumps(outcome), "the run's outcome")
 
     def _record(self, event: Event) -> None:
         data = codec.dump_event(event)
@@ -396,9 +383,13 @@ class ReactAgentWorkflow:
             self.events.append(data)
 
     @workflow.query(name="events")
-    def query_events(self, since: int) -> list[dict[str, Any]]:
-        """The events from number ``since`` on (at most 500 per answer)."""
-        return self.events[since : since + 500]
+    def query_events(self, since: int) -> dict[str, Any]:
+        """The events from number ``since`` on (at most 500 per answer), numbered over
+        the whole chain of runs: ``{"first": <the number of the first>, "events": [...]}``
+        (the events of earlier runs of the chain are gone: from this run's first)."""
+        first = max(since, self._first_event)
+        at = first - self._first_event
+        return {"first": first, "events": self.events[at : at + 500]}
 
     @workflow.query(name="status")
     def query_status(self) -> dict[str, Any]:

