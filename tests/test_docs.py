@@ -150,7 +150,7 @@ def _stand_in_openai(script: str) -> Iterator[dict[str, str]]:
 def _stand_in_temporal(folder: Path) -> Iterator[dict[str, str]]:
     from reactcore.temporal.testing import DevServer
 
-    with DevServer(str(folder / "temporal.db")).start() as server:
+    with DevServer(str(folder / "temporal.db")) as server:
         yield {"TEMPORAL_ADDRESS": server.address}
 
 

@@ -116,3 +116,18 @@ def test_temporal_agent_checks_its_long_run_settings() -> None:
         TemporalAgent(agent, inline_limit=-1)
     with pytest.raises(ValueError, match="continue_after_events"):
         TemporalAgent(agent, continue_after_events=0)
+
+
+def test_a_dev_server_started_then_entered_is_one_process(tmp_path: Path) -> None:
+    """``with DevServer(db).start()`` starts one server, not two (the second used to be
+    left running after the block); starting a running server is refused; leaving the
+    block stops it."""
+    from reactcore.temporal.testing import DevServer
+
+    with DevServer(str(tmp_path / "temporal.db")).start() as server:
+        process = server.process
+        assert process is not None and process.poll() is None
+        with pytest.raises(RuntimeError, match="running already"):
+            server.start()
+        assert server.process is process
+    assert process.poll() is not None and server.process is None

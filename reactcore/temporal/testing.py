@@ -66,7 +66,11 @@ class DevServer:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> DevServer:
-        """Start the server (again, after ``kill``/``stop``: same port, same database)."""
+        """Start the server (again, after ``kill``/``stop``: same port, same database).
+
+        Raises ``RuntimeError`` while it runs: a second process would be left behind."""
+        if self.process is not None and self.process.poll() is None:
+            raise RuntimeError(f"the Temporal dev server on {self.address} is running already")
         command = [
             temporal_cli(),
             "server",
@@ -128,7 +132,9 @@ class DevServer:
             process.wait()
 
     def __enter__(self) -> DevServer:
-        return self.start()
+        """The server, started unless it runs already (``with DevServer(db).start()``)."""
+        running = self.process is not None and self.process.poll() is None
+        return self if running else self.start()
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
