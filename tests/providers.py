@@ -54,6 +54,24 @@ USAGE = Usage(10, 5, 15)
 Serve = Callable[[Any], contextlib.AbstractContextManager[OpenAICompatibleServer]]
 
 
+def _client(
+    cls: Callable[..., ChatModel],
+    name: str,
+    server: OpenAICompatibleServer,
+    http_client: httpx.AsyncClient | None,
+    **options: Any,
+) -> ChatModel:
+    """A client of ``cls`` on ``server``, with the test key and quick retries."""
+    return cls(
+        name,
+        base_url=server.base_url,
+        http_client=http_client,
+        api_key=KEY,
+        retry_backoff=0.01,
+        **options,
+    )
+
+
 def _without_provider_data(message: AssistantMessage | str) -> AssistantMessage | str:
     if isinstance(message, AssistantMessage):
         return attrs.evolve(message, provider_data={})
@@ -84,13 +102,7 @@ class OpenAIChatDriver:
         http_client: httpx.AsyncClient | None = None,
         thinking: bool = False,
     ) -> ChatModel:
-        return OpenAIChatModel(
-            "test-model",
-            base_url=server.base_url,
-            http_client=http_client,
-            api_key=KEY,
-            retry_backoff=0.01,
-        )
+        return _client(OpenAIChatModel, "test-model", server, http_client)
 
     def reply(self, message: AssistantMessage | str) -> ServerReply:
         return SSEReply.of(_without_provider_data(message), usage=USAGE)
@@ -155,13 +167,12 @@ class AnthropicDriver:
         thinking: bool = False,
     ) -> ChatModel:
         """The client on ``server``; ``thinking`` turns extended thinking on."""
-        return AnthropicModel(
+        return _client(
+            AnthropicModel,
             "claude-test",
-            base_url=server.base_url,
-            http_client=http_client,
+            server,
+            http_client,
             thinking_budget=1024 if thinking else None,
-            api_key=KEY,
-            retry_backoff=0.01,
         )
 
     def reply(self, message: AssistantMessage | str) -> ServerReply:
@@ -233,14 +244,13 @@ class OpenAIResponsesDriver:
         thinking: bool = False,
     ) -> ChatModel:
         """The client on ``server``; ``thinking`` asks for low effort and a summary."""
-        return OpenAIResponsesModel(
+        return _client(
+            OpenAIResponsesModel,
             "test-model",
-            base_url=server.base_url,
-            http_client=http_client,
+            server,
+            http_client,
             reasoning_effort="low" if thinking else None,
             reasoning_summary="auto" if thinking else None,
-            api_key=KEY,
-            retry_backoff=0.01,
         )
 
     def reply(self, message: AssistantMessage | str) -> ServerReply:
@@ -318,13 +328,12 @@ class GeminiDriver:
         thinking: bool = False,
     ) -> ChatModel:
         """The client on ``server``; ``thinking`` sets a thinking budget."""
-        return GeminiModel(
+        return _client(
+            GeminiModel,
             "gemini-test",
-            base_url=server.base_url,
-            http_client=http_client,
+            server,
+            http_client,
             thinking_budget=1024 if thinking else None,
-            api_key=KEY,
-            retry_backoff=0.01,
         )
 
     def reply(self, message: AssistantMessage | str) -> ServerReply:
