@@ -131,3 +131,20 @@ def test_a_dev_server_started_then_entered_is_one_process(tmp_path: Path) -> Non
             server.start()
         assert server.process is process
     assert process.poll() is not None and server.process is None
+
+
+def test_a_dev_server_whose_port_is_taken_starts_on_another(tmp_path: Path) -> None:
+    """A first start on a port another process listens on does not take that listener
+    for the server (readiness is the server's own HTTP API answering): the server comes
+    up on new ports and serves there."""
+    import socket
+
+    from reactcore.temporal.testing import DevServer
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with DevServer(str(tmp_path / "temporal.db"), port=port) as server:
+            assert server.port != port
+            assert server.process is not None and server.process.poll() is None

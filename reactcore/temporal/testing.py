@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import anyio
 import attrs
@@ -41,17 +42,27 @@ def free_port() -> int:
         return port
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.2)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+def _serving(http_port: int) -> bool:
+    """The server's HTTP API answers for the ``default`` namespace: its frontend is up.
+
+    Asked over HTTP rather than by seeing the gRPC port listen: another process may hold
+    that port (taken between ``free_port()`` and the server's bind), and a frontend that
+    listens may not serve yet."""
+    url = f"http://127.0.0.1:{http_port}/api/v1/namespaces/default"
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except (OSError, ValueError):
+        return False
 
 
 @attrs.define(eq=False)
 class DevServer:
     """``temporal server start-dev`` on ``127.0.0.1:port`` with its database in ``db``.
 
-    ``start()`` waits (at most ``startup_timeout`` seconds) until the server listens;
+    ``start()`` waits (at most ``startup_timeout`` seconds) until the server serves (its
+    HTTP API answers for the ``default`` namespace); a first start whose process ends
+    (a port taken meanwhile) is tried again on new ports, three times in all;
     ``kill()`` is SIGKILL, ``stop()`` a clean shutdown. Both reap the process.
     """
 
@@ -59,6 +70,8 @@ class DevServer:
     port: int = attrs.field(factory=free_port)
     startup_timeout: float = 30.0
     process: subprocess.Popen[bytes] | None = attrs.field(default=None, init=False)
+    _http_port: int = attrs.field(factory=free_port, init=False)
+    _started: bool = attrs.field(default=False, init=False)
 
     @property
     def address(self) -> str:
@@ -71,6 +84,16 @@ class DevServer:
         Raises ``RuntimeError`` while it runs: a second process would be left behind."""
         if self.process is not None and self.process.poll() is None:
             raise RuntimeError(f"the Temporal dev server on {self.address} is running already")
+        for _ in range(1 if self._started else 3):
+            if self._launch():
+                self._started = True
+                return self
+            if not self._started:  # nothing to keep yet: new ports for the next try
+                self.port, self._http_port = free_port(), free_port()
+        raise RuntimeError(f"the Temporal dev server did not start on {self.address}")
+
+    def _launch(self) -> bool:
+        """Run the server and wait until it serves; False (reaped) if it ends first."""
         command = [
             temporal_cli(),
             "server",
@@ -81,7 +104,7 @@ class DevServer:
             "--port",
             str(self.port),
             "--http-port",
-            str(free_port()),
+            str(self._http_port),
             "--metrics-port",
             str(free_port()),
             "--db-filename",
@@ -93,12 +116,15 @@ class DevServer:
             command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         deadline = time.monotonic() + self.startup_timeout
-        while not _listening(self.port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
+        while not _serving(self._http_port):
+            if self.process.poll() is not None:
+                self.kill()
+                return False
+            if time.monotonic() > deadline:
                 self.kill()
                 raise RuntimeError(f"the Temporal dev server did not start on {self.address}")
             time.sleep(0.05)
-        return self
+        return True
 
     async def connect(self) -> Client:
         """A client of this server, once its frontend answers (retried for at most
