@@ -166,12 +166,7 @@ def native_executor(backend: str) -> Prepare:
                 with trio.move_on_after(300):
                     await fn()
 
-        async def run_trio() -> None:
-            async with trio.open_nursery() as nursery:
-                for _ in range(n):
-                    nursery.start_soon(task)
-
-        return run_trio
+        return _spawning(trio.open_nursery, task, n)
 
     return prepare
 
@@ -189,14 +184,21 @@ def bare_executor(k: int | None) -> Prepare:
                 async with limiter:
                     await fn()
 
-        async def run() -> None:
-            async with anyio.create_task_group() as tg:
-                for _ in range(n):
-                    tg.start_soon(task)
-
-        return run
+        return _spawning(anyio.create_task_group, task, n)
 
     return prepare
+
+
+def _spawning(open_group: Callable[[], Any], task: ToolFn, n: int) -> Run:
+    """A run that starts ``n`` tasks of ``task`` in a group (``open_group()``: an anyio task
+    group, a trio nursery) and waits for them all."""
+
+    async def run() -> None:
+        async with open_group() as group:
+            for _ in range(n):
+                group.start_soon(task)
+
+    return run
 
 
 @attrs.frozen
