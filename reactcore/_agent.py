@@ -350,6 +350,7 @@ class ReactAgent:
         pause for approval. Errors are raised as themselves.
         """
         async with self.start(input, config) as run:
+            run.no_reader()  # the handle stays here: the run builds no events
             return await run.result()
 
     def invoke_sync(

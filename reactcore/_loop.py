@@ -281,8 +281,10 @@ class _CallEvents:
     base: OverAllState
 
     async def call_started(self, call: ToolCall, job: Job) -> None:
-        self.loop.run.track(call.id, job)
-        await self.loop.run.emit(ToolCallStarted(call.id, call.name, call.arguments))
+        run = self.loop.run
+        run.track(call.id, job)
+        if run.wants_events:  # built only when someone may read it
+            await run.emit(ToolCallStarted(call.id, call.name, call.arguments))
 
     async def call_ended(
         self,
@@ -301,6 +303,8 @@ class _CallEvents:
 
         run.state_later(now)  # the state so far, for RunCancelled, if it comes to that
         await self.loop.save(now, "tools")
+        if not run.wants_events:
+            return
         if job.status is Status.TIMED_OUT:
             await run.emit(ToolCallTimedOut(call.id, call.name, job.timeout))
         elif job.status is Status.CANCELLED:

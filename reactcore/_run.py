@@ -11,6 +11,8 @@ Events policy (bounded memory, and a run never stuck on an event nobody reads):
   (counted in ``run.dropped_events``): a caller that never reads never blocks the run.
 - When the reader stops listening (closes the stream, or leaves ``async with
   run.events()``), later events are dropped.
+- When no reader can ever attach (``agent.invoke`` keeps the handle: ``no_reader()``), no
+  event is kept or counted, and the run does not build its per-call events at all.
 - A run resumed after a pause (``await run.resume(...)``) starts a new leg with a new
   buffer: ``run.events()`` may then be called again, for the leg's events.
 """
@@ -39,6 +41,7 @@ class _Reader(enum.Enum):
     NONE = "none"
     ATTACHED = "attached"
     GONE = "gone"
+    NEVER = "never"  # the handle is never given out (``agent.invoke``): no events at all
 
 
 @attrs.define(eq=False)
@@ -109,6 +112,18 @@ class AgentRun:
         self._send, self._receive = anyio.create_memory_object_stream[Event](
             self.max_buffered_events
         )
+
+    @property
+    def wants_events(self) -> bool:
+        """Whether an event sent now may be read: a reader is attached, or may still be.
+        False once the reader left, or when none can ever attach (``agent.invoke``):
+        the run then need not build its per-call events at all."""
+        return self._reader is _Reader.NONE or self._reader is _Reader.ATTACHED
+
+    def no_reader(self) -> None:
+        """No reader will ever attach (the handle stays inside ``agent.invoke``): events
+        are neither kept nor counted, and ``events()`` is refused."""
+        self._reader = _Reader.NEVER
 
     # --- for the caller -----------------------------------------------------------------
 
@@ -248,6 +263,8 @@ class AgentRun:
             self._reader = _Reader.GONE
 
     def _send_or_drop(self, event: Event) -> None:
+        if self._reader is _Reader.NEVER:
+            return
         try:
             self._send.send_nowait(event)
         except anyio.WouldBlock:

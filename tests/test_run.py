@@ -245,6 +245,25 @@ async def test_reader_never_attached_never_blocks_the_run() -> None:
     assert run.dropped_events > 5
 
 
+async def test_a_run_nobody_can_read_builds_no_events() -> None:
+    """Once a run knows no reader will attach (``agent.invoke`` keeps its handle), it sends
+    no events at all — none kept, none counted as dropped — its tool calls still run, and
+    a reader asking afterwards is refused."""
+    model = ScriptedChatModel([asks(("a", "quick", {"x": 1}), ("b", "quick", {"x": 2})), "ok"])
+    agent = ReactAgent(
+        "a", model, tools=[quick], parallel_tool_execution=True, max_buffered_events=1
+    )
+    async with agent.start("go") as run:
+        run.no_reader()
+        assert not run.wants_events
+        result = await run.result()
+        with pytest.raises(RuntimeError):
+            run.events()
+    assert result.text == "ok"
+    assert [r.response_data for r in result.messages[-2].responses] == ["1", "2"]
+    assert run.dropped_events == 0
+
+
 async def test_slow_reader_applies_backpressure_and_closing_releases_the_run() -> None:
     """An attached reader that does not read holds the run at a full buffer; once it
     closes the stream, the run finishes without it."""
