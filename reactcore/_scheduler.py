@@ -6,6 +6,9 @@ time spent queueing never counts against it. Cancelling that scope (``Job.cancel
 that one call and the batch goes on; a cancellation from outside stops the whole batch,
 and every async call's cleanup has run before the batch returns. The scheduler knows
 nothing of tools or messages: it runs ``Job.invoke`` and reports how each job ended.
+
+Scopes, tasks and the clock come from the backend seam (``_backends``): native on asyncio
+and on trio, anyio's portable implementation as the reference.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any, Protocol
 import anyio
 import attrs
 
+from ._backends import PORTABLE, Backend, CallScope, current
 from ._threads import ThreadBudget, ThreadSlot, bind_slot, unbind_slot
 
 Invoke = Callable[[Any], Awaitable[Any]]  # called with the job's key
@@ -58,7 +62,7 @@ class Job:
     result: Any = None
     duration: float = 0.0
     cancel_reason: str | None = None
-    _scope: anyio.CancelScope | None = None
+    _scope: CallScope | None = None
 
     @property
     def running(self) -> bool:
@@ -85,9 +89,8 @@ def _try_acquire(limiter: anyio.CapacityLimiter) -> bool:
     return True
 
 
-def _settle(job: Job, start: float, deadline: float, cancel_called: bool) -> None:
-    """Record how ``job`` ended, once its scope has exited."""
-    now = anyio.current_time()
+def _settle(job: Job, start: float, now: float, deadline: float, cancel_called: bool) -> None:
+    """Record how ``job`` ended (at ``now``), once its scope has exited."""
     job.duration = now - start
     job._scope = None  # not needed any more; keeping it alive costs memory and GC time
     if job.cancel_reason is not None:
@@ -139,7 +142,9 @@ def _release(held: Sequence[Any]) -> None:
             taken.release()
 
 
-async def run_limited(job: Job, limiters: Sequence[anyio.CapacityLimiter] = ()) -> None:
+async def run_limited(
+    job: Job, limiters: Sequence[anyio.CapacityLimiter] = (), backend: Backend = PORTABLE
+) -> None:
     """Run ``job`` under its deadline, holding its own limiter, then ``limiters``, then a
     thread slot (if ``job.threads``); record how it ended. Exceptions propagate.
 
@@ -151,12 +156,12 @@ async def run_limited(job: Job, limiters: Sequence[anyio.CapacityLimiter] = ()) 
     plain = job.limiter is None and not limiters and job.threads is None
     held: Sequence[Any] = () if plain else await _acquire(job, limiters)
     try:
-        start = anyio.current_time()
+        start = backend.clock()
         deadline = start + job.timeout
         # The tool node finds the call's thread slot here (the task's context).
         bound = bind_slot(held[-1]) if job.threads is not None else None
         try:
-            scope = job._scope = anyio.CancelScope(deadline=deadline)
+            scope = job._scope = backend.call_scope(deadline)
             if job.observer is not None:
                 # Outside the call's scope: cancelling the call (``Job.cancel``) while the
                 # observer waits (a slow reader of the run's events) never cuts its report
@@ -168,7 +173,7 @@ async def run_limited(job: Job, limiters: Sequence[anyio.CapacityLimiter] = ()) 
         finally:
             if bound is not None:
                 unbind_slot(bound)
-        _settle(job, start, deadline, scope.cancel_called)
+        _settle(job, start, backend.clock(), deadline, scope.cancel_called)
     finally:
         _release(held)
     if job.observer is not None:
@@ -179,15 +184,16 @@ async def run_sequential(
     jobs: Sequence[Job], limiters: Sequence[anyio.CapacityLimiter] = ()
 ) -> None:
     """Run ``jobs`` one after another, in order, each holding ``limiters`` while it runs."""
+    backend = current()
     for job in jobs:
-        await run_limited(job, limiters)
+        await run_limited(job, limiters, backend)
 
 
 async def run_parallel(
     jobs: Sequence[Job], limit: int, limiters: Sequence[anyio.CapacityLimiter] = ()
 ) -> None:
-    """Run ``jobs`` concurrently in a task group, at most ``limit`` of them at a time (the
-    batch's own bound), each also holding ``limiters`` (caps shared with other batches).
+    """Run ``jobs`` concurrently, at most ``limit`` of them at a time (the batch's own
+    bound), each also holding ``limiters`` (caps shared with other batches).
 
     With N > ``limit`` jobs that have no limiter of their own, ``limit`` worker tasks take
     the jobs in order: they bound the batch, and no task waits for a slot. Otherwise each
@@ -199,9 +205,7 @@ async def run_parallel(
     an ``Exception`` (``KeyboardInterrupt``, ``SystemExit`` …) before any ``Exception``.
     The backend's cancellation is never taken for a job's error.
     """
-    errors: list[tuple[bool, int, BaseException]] = []
-    queue = iter(enumerate(jobs))
-    cancelled = anyio.get_cancelled_exc_class()
+    backend = current()
     shared: Sequence[anyio.CapacityLimiter] = limiters
     workers = len(jobs)
     if all(job.limiter is None for job in jobs):
@@ -209,19 +213,7 @@ async def run_parallel(
     else:
         shared = (anyio.CapacityLimiter(limit), *limiters)
 
-    async def worker(cancel: Callable[[], None]) -> None:
-        for index, job in queue:
-            try:
-                await run_limited(job, shared)
-            except cancelled:
-                raise
-            except BaseException as exc:  # not into the task group: it would wrap it
-                errors.append((isinstance(exc, Exception), index, exc))
-                cancel()
-                return
+    async def run(job: Job) -> None:
+        await run_limited(job, shared, backend)
 
-    async with anyio.create_task_group() as tg:
-        for _ in range(workers):
-            tg.start_soon(worker, tg.cancel_scope.cancel)
-    if errors:
-        raise min(errors, key=lambda e: e[:2])[2]
+    await backend.run_batch(jobs, workers, run)

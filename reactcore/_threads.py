@@ -60,6 +60,21 @@ class _Thread(enum.Enum):
 class _Handoff:
     state: _Thread = _Thread.PENDING
     lock: threading.Lock = attrs.field(factory=threading.Lock)
+    cancelled: type[BaseException] = BaseException  # the loop's cancellation exception
+
+
+# In a worker thread: the hand-off of the call it runs (what ``abandoned_exception`` reads).
+_HERE = threading.local()
+
+
+def abandoned_exception() -> BaseException | None:
+    """In a worker thread whose call has ended (timed out or cancelled): the exception
+    that stops it — also where the call's cancellation was the native backend's, which
+    anyio's ``from_thread.check_cancelled`` cannot see; else None."""
+    handoff: _Handoff | None = getattr(_HERE, "handoff", None)
+    if handoff is None or handoff.state is not _Thread.ABANDONED:
+        return None
+    return handoff.cancelled()
 
 
 @attrs.define(eq=False)
@@ -75,16 +90,18 @@ class ThreadSlot:
     async def run_sync(self, func: Callable[[], T]) -> T:
         """``func()`` in a worker thread; if the caller is cancelled meanwhile, the thread
         is abandoned and keeps this slot until ``func`` has returned."""
-        handoff = _Handoff()
+        handoff = _Handoff(cancelled=anyio.get_cancelled_exc_class())
 
         def work() -> Any:
             with handoff.lock:
                 if handoff.state is _Thread.SKIPPED:
                     return None  # nobody waits for the result any more
                 handoff.state = _Thread.RUNNING
+            _HERE.handoff = handoff
             try:
                 return func()
             finally:
+                _HERE.handoff = None
                 with handoff.lock:
                     abandoned = handoff.state is _Thread.ABANDONED
                     handoff.state = _Thread.FINISHED

@@ -34,6 +34,7 @@ from ._messages import ToolCall
 from ._schema import json_schema, object_schema, type_name
 from ._serde import converter, describe_error
 from ._state import OverAllState
+from ._threads import abandoned_exception
 
 if TYPE_CHECKING:
     from ._approval import Resume
@@ -100,6 +101,9 @@ def check_cancelled() -> None:
         anyio.from_thread.check_cancelled()
     except anyio.NoEventLoopError:
         return
+    stop = abandoned_exception()
+    if stop is not None:
+        raise stop
 
 
 MAX_ARGUMENT_LENGTH = 1_000_000

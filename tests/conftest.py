@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(params=["native", "portable"])
+def scheduler_backend(request: pytest.FixtureRequest) -> Any:
+    """Runs the test once on the loop's native scheduler backend and once on the portable
+    (anyio) one, the reference every release before the backend seam ran."""
+    from reactcore import _backends
+
+    token = _backends.forced.set(_backends.PORTABLE if request.param == "portable" else None)
+    try:
+        yield request.param
+    finally:
+        _backends.forced.reset(token)

@@ -10,7 +10,7 @@ import pytest
 from reactcore._scheduler import Job, Status, run_parallel, run_sequential
 from tests.helpers import live_tasks
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("scheduler_backend")]
 
 
 def sleeper(seconds: float, value: Any = "done") -> Any:
@@ -198,3 +198,14 @@ async def test_k_workers_also_hold_a_shared_cap_per_job() -> None:
         gate.set()
     assert [job.result for job in jobs] == list(range(10))
     assert cap.borrowed_tokens == 0
+
+
+async def test_each_backend_of_the_seam_runs_these_tests(
+    scheduler_backend: str, anyio_backend: str
+) -> None:
+    """The scheduler tests run on the loop's native backend and on the portable one (the
+    fixture reaches the scheduler), and the native one is the loop's own."""
+    from reactcore import _backends
+
+    expected = "anyio" if scheduler_backend == "portable" else anyio_backend
+    assert _backends.current().name == expected

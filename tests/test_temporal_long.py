@@ -189,10 +189,12 @@ async def test_cancel_after_a_continue_as_new_ends_the_run_with_its_state(
     with anyio.fail_after(WAIT), pytest.raises(RunCancelled) as caught:
         await run.result()
     results = [m for m in caught.value.messages if isinstance(m, ToolResponseMessage)]
-    assert len(results) > 12
-    assert [r.responses[0].response_data for r in results] == [
-        blob_text(i) for i in range(len(results))
-    ]
+    done = [r.responses[0].response_data for r in results]
+    # A cancel that lands while a call runs ends that call as cancelled, in the history.
+    if done and done[-1].startswith("Error: Tool execution was cancelled by the caller"):
+        done.pop()
+    assert len(done) > 12
+    assert done == [blob_text(i) for i in range(len(done))]
     assert await run.status() == "cancelled"
     assert await run.cancel() is False
 

@@ -32,7 +32,7 @@ from reactcore.models.scripted import ScriptedChatModel
 from tests.helpers import asks, call, calls_state
 from tests.helpers import response_texts as texts
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("scheduler_backend")]
 
 
 class Bodies:

@@ -39,7 +39,7 @@ from reactcore import (
 )
 from tests.helpers import call, calls_state, live_tasks
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("scheduler_backend")]
 
 
 def texts(update: dict[str, Any]) -> list[str]:
