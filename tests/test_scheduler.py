@@ -209,3 +209,22 @@ async def test_each_backend_of_the_seam_runs_these_tests(
 
     expected = "anyio" if scheduler_backend == "portable" else anyio_backend
     assert _backends.current().name == expected
+
+
+def test_only_the_backend_seam_uses_asyncio_or_trio_directly() -> None:
+    """Library code reaches asyncio and trio through the backend seam only (and the
+    Temporal workflow module, whose loop is Temporal's)."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).parent.parent / "reactcore"
+    allowed = {root / "temporal" / "_workflow.py"}
+    direct = re.compile(r"^\s*(import (asyncio|trio)\b|from (asyncio|trio)\b)", re.M)
+    found = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if "_backends" not in path.parts
+        and path not in allowed
+        and direct.search(path.read_text())
+    ]
+    assert found == []
