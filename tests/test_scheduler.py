@@ -223,8 +223,6 @@ def test_only_the_backend_seam_uses_asyncio_or_trio_directly() -> None:
     found = [
         str(path.relative_to(root))
         for path in root.rglob("*.py")
-        if "_backends" not in path.parts
-        and path not in allowed
-        and direct.search(path.read_text())
+        if "_backends" not in path.parts and path not in allowed and direct.search(path.read_text())
     ]
     assert found == []
