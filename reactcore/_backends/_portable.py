@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import attrs
 
-from ._base import BatchError, Runner, first_error
+from ._base import BatchError, CallScope, Runner, first_error
 
 
 async def grouped_batch(
@@ -49,20 +49,28 @@ async def grouped_batch(
 
 
 @attrs.frozen
-class PortableBackend:
-    """``Backend`` through anyio (see the module docstring)."""
+class GroupBackend:
+    """``Backend`` on a task group and its cancel scopes: anyio's (``PORTABLE``) or
+    trio's own (``_trio.TRIO``), which differ only in whose functions these are."""
 
-    name: str = "anyio"
-
-    def clock(self) -> float:
-        return anyio.current_time()
-
-    def call_scope(self, deadline: float) -> anyio.CancelScope:
-        return anyio.CancelScope(deadline=deadline)
+    name: str
+    clock: Callable[[], float]
+    call_scope: Callable[[float], CallScope]  # a cancel scope with that deadline
+    open_group: Callable[[], AbstractAsyncContextManager[Any]]
+    cancelled: Callable[[], type[BaseException]]  # the loop's cancellation exception
 
     async def run_batch(self, jobs: Sequence[Any], workers: int, run: Runner) -> None:
-        cancelled = anyio.get_cancelled_exc_class()
-        await grouped_batch(anyio.create_task_group, cancelled, jobs, workers, run)
+        await grouped_batch(self.open_group, self.cancelled(), jobs, workers, run)
 
 
-PORTABLE = PortableBackend()
+def _anyio_scope(deadline: float) -> anyio.CancelScope:
+    return anyio.CancelScope(deadline=deadline)
+
+
+PORTABLE = GroupBackend(
+    "anyio",
+    anyio.current_time,
+    _anyio_scope,
+    anyio.create_task_group,
+    anyio.get_cancelled_exc_class,
+)

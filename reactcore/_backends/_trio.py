@@ -6,30 +6,17 @@ around each scope, task group and clock read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-import attrs
 import trio  # the seam: trio directly, for what anyio's layer costs per call
 
-from ._base import Runner
-from ._portable import grouped_batch
+from ._portable import GroupBackend
 
 
-@attrs.frozen
-class TrioBackend:
-    """``Backend`` on trio (see the module docstring)."""
-
-    name: str = "trio"
-
-    def clock(self) -> float:
-        return trio.current_time()
-
-    def call_scope(self, deadline: float) -> trio.CancelScope:
-        return trio.CancelScope(deadline=deadline)
-
-    async def run_batch(self, jobs: Sequence[Any], workers: int, run: Runner) -> None:
-        await grouped_batch(trio.open_nursery, trio.Cancelled, jobs, workers, run)
+def _scope(deadline: float) -> trio.CancelScope:
+    return trio.CancelScope(deadline=deadline)
 
 
-TRIO = TrioBackend()
+def _cancelled() -> type[BaseException]:
+    return trio.Cancelled
+
+
+TRIO = GroupBackend("trio", trio.current_time, _scope, trio.open_nursery, _cancelled)
