@@ -19,9 +19,10 @@ The ``cancel`` table: 100 tools sleeping 10 s run in parallel; once all are runn
 scope around the run is cancelled; latency from ``cancel()`` to the run returning, and
 whether every tool's ``finally`` ran.
 
-Where a parallel no-op call's time goes (N = 1,000, k = N; medians of 5 in one run, then
-cProfile, py-spy and one-at-a-time timings of each piece; Python 3.11, anyio 4.16, trio
-0.35; µs per call):
+Where a parallel no-op call's time went before the backend seam (N = 1,000, k = N;
+medians of 5 in one run, then cProfile, py-spy and one-at-a-time timings of each piece;
+Python 3.11, anyio 4.16, trio 0.35; µs per call; since the seam, see
+``bench_backends.py``):
 
     ========================================================  =======  =====
     piece                                                     asyncio  trio

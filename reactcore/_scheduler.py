@@ -14,6 +14,7 @@ and on trio, anyio's portable implementation as the reference.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -195,10 +196,11 @@ async def run_parallel(
     """Run ``jobs`` concurrently, at most ``limit`` of them at a time (the batch's own
     bound), each also holding ``limiters`` (caps shared with other batches).
 
-    With N > ``limit`` jobs that have no limiter of their own, ``limit`` worker tasks take
-    the jobs in order: they bound the batch, and no task waits for a slot. Otherwise each
-    job gets its own task and a batch limiter of ``limit``. Either way a job's clock starts
-    when it runs.
+    When no job has a limiter of its own, at most ``limit`` worker tasks take the jobs in
+    order: they bound the batch, and no task waits for a slot. Otherwise up to one task
+    per job, each job also taking a batch limiter of ``limit``. Either way workers start
+    as they are needed (a job that never waits leaves its worker free for the next one),
+    and a job's clock starts when it runs.
 
     If a job raises, the others are cancelled and the exception is raised as itself (not
     inside an ``ExceptionGroup``): the first in job order, a ``BaseException`` that is not
@@ -213,7 +215,6 @@ async def run_parallel(
     else:
         shared = (anyio.CapacityLimiter(limit), *limiters)
 
-    async def run(job: Job) -> None:
-        await run_limited(job, shared, backend)
-
-    await backend.run_batch(jobs, workers, run)
+    await backend.run_batch(
+        jobs, workers, functools.partial(run_limited, limiters=shared, backend=backend)
+    )

@@ -141,6 +141,66 @@ async def test_more_jobs_than_slots_run_on_k_workers_in_order() -> None:
     assert all(job.status is Status.DONE for job in jobs)
 
 
+async def test_workers_start_only_while_jobs_wait_unclaimed() -> None:
+    """Workers start as they are needed: jobs that return without waiting all run on the
+    first worker; one that waits gets the next worker started for the jobs behind it,
+    which then run while it still waits."""
+    workers: list[int] = []
+
+    async def quick(key: Any) -> Any:
+        workers.append(anyio.get_current_task().id)
+        return key
+
+    jobs = [Job(quick, 60, key=i) for i in range(50)]
+    await run_parallel(jobs, 50)
+    assert [job.result for job in jobs] == list(range(50))
+    assert len(set(workers)) == 1
+
+    gate = anyio.Event()
+    workers.clear()
+
+    async def first_waits(key: Any) -> Any:
+        if key == 0:
+            await gate.wait()
+        return await quick(key)
+
+    jobs = [Job(first_waits, 60, key=i) for i in range(50)]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_parallel, jobs, 50)
+        await anyio.wait_all_tasks_blocked()
+        assert [job.status for job in jobs[1:]] == [Status.DONE] * 49
+        assert jobs[0].status is None and jobs[0].running
+        gate.set()
+    assert jobs[0].status is Status.DONE
+    assert len(set(workers)) == 2  # the first, waiting; the second ran the other 49
+
+
+async def test_caller_cancelled_while_workers_start_ends_every_started_job() -> None:
+    """A cancellation of the caller that lands while workers are still being started
+    stops the starting: every job that started has run its cleanup, none ended as done,
+    and no worker is left when the batch returns."""
+    started: list[int] = []
+    ended: list[int] = []
+
+    async def hold(key: Any) -> Any:
+        started.append(key)
+        try:
+            if key == 0:
+                scope.cancel()
+            await anyio.sleep(60)
+        finally:
+            ended.append(key)
+
+    jobs = [Job(hold, 60, key=i) for i in range(20)]
+    before = live_tasks()
+    with anyio.CancelScope() as scope:
+        await run_parallel(jobs, 20)
+    assert scope.cancelled_caught
+    assert started and sorted(ended) == sorted(started)
+    assert all(job.status is not Status.DONE for job in jobs)
+    assert live_tasks() == before
+
+
 class Halt(BaseException):
     """A BaseException that is not an Exception (like KeyboardInterrupt)."""
 

@@ -7,8 +7,9 @@ The scheduler needs four things of the event loop it runs on, and nothing else:
 - a call scope (``Backend.call_scope(deadline)``): what one call runs in, with a deadline
   set when the call starts, cancelled alone by ``CallScope.cancel`` while its siblings go
   on; an outside cancellation passes through it;
-- a batch (``Backend.run_batch``): worker tasks that take jobs in order, all cancelled when
-  one job raises or when the caller is cancelled, none alive once it returns;
+- a batch (``Backend.run_batch``): worker tasks, started as they are needed, that take
+  jobs in order, all cancelled when one job raises or when the caller is cancelled, none
+  alive once it returns;
 - the exception a cancellation raises inside a job.
 
 Three implementations: ``PORTABLE`` (anyio, on either loop: what every earlier release

@@ -25,6 +25,7 @@ raises, also when the caller is cancelled.
 from __future__ import annotations
 
 import asyncio  # the seam: asyncio directly, for what anyio's emulation costs per call
+import contextvars
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -71,6 +72,7 @@ class _Call:
         "_base",
         "_boundary",
         "_cancel_called",
+        "_context",
         "_deadline",
         "_entered",
         "_handle",
@@ -79,8 +81,11 @@ class _Call:
         "_task",
     )
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, deadline: float, context: contextvars.Context
+    ) -> None:
         self._loop = loop
+        self._context = context  # what the deadline's callback runs in (no copy per call)
         self._deadline = deadline
         self._task: asyncio.Task[Any] | None = None
         self._handle: asyncio.TimerHandle | None = None
@@ -108,7 +113,7 @@ class _Call:
             self._handle.cancel()
             self._handle = None
         if value != math.inf:
-            self._handle = self._loop.call_at(value, self._expire)
+            self._handle = self._loop.call_at(value, self._expire, context=self._context)
 
     def __enter__(self) -> _Call:
         task = asyncio.current_task(self._loop)
@@ -121,7 +126,7 @@ class _Call:
             if deadline <= self._loop.time():
                 self._cancel_called = True
             elif deadline != math.inf:
-                self._handle = self._loop.call_at(deadline, self._expire)
+                self._handle = self._loop.call_at(deadline, self._expire, context=self._context)
         self._entered = True
         return self
 
@@ -185,30 +190,42 @@ class _Abort:
 
 
 class _Batch:
-    """One ``run_batch``: worker tasks over a shared queue of jobs."""
+    """One ``run_batch``: worker tasks taking the jobs in order, started as they are
+    needed (see ``_grow``)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, jobs: Sequence[Any], run: Runner) -> None:
         self.loop = loop
-        self.queue = iter(enumerate(jobs))
+        self.jobs = jobs
+        self.claimed = 0  # jobs taken by a worker so far, in order
         self.run = run
         self.errors: list[BatchError] = []
         self.aborted = False
         self.tasks: list[asyncio.Task[None]] = []
-        self.pending = 0
-        self.done: asyncio.Future[None] = loop.create_future()
+        self.pending = 0  # workers whose body has not ended
+        self.done: asyncio.Future[None] | None = None
 
     async def worker(self) -> None:
-        for index, job in self.queue:
-            if self.aborted:
-                return
-            try:
-                await self.run(job)
-            except asyncio.CancelledError:
-                raise
-            except BaseException as exc:  # raised by the batch, as itself, once all ended
-                self.errors.append((isinstance(exc, Exception), index, exc))
-                self.abort()
-                return
+        jobs = self.jobs
+        try:
+            while not self.aborted and self.claimed < len(jobs):
+                index = self.claimed
+                self.claimed = index + 1
+                try:
+                    await self.run(jobs[index])
+                except asyncio.CancelledError:
+                    raise
+                except BaseException as exc:  # raised by the batch, as itself, once all ended
+                    self.errors.append((isinstance(exc, Exception), index, exc))
+                    self.abort()
+                    return
+        finally:
+            self.pending -= 1
+            if not self.pending:
+                self._wake()
+
+    def _wake(self) -> None:
+        if self.done is not None and not self.done.done():
+            self.done.set_result(None)
 
     def abort(self) -> None:
         """Stop the batch: no job starts any more; every other worker is cancelled
@@ -220,20 +237,36 @@ class _Batch:
         for task in self.tasks:
             if task is not me and not task.done():
                 self.loop.call_soon(_Abort(self.loop, task))
+        self._wake()  # a worker cancelled before it started never says it ended
 
-    def _ended(self, _task: asyncio.Task[None]) -> None:
-        self.pending -= 1
-        if not self.pending and not self.done.done():
-            self.done.set_result(None)
+    def _spawn(self, count: int) -> None:
+        for _ in range(count):
+            self.tasks.append(self.loop.create_task(self.worker()))
+        self.pending += count
+
+    async def _grow(self, workers: int) -> None:
+        """Start workers, at most ``workers``: one, then after each turn of the loop as
+        many again while jobs are left unclaimed — which means every worker started so
+        far waits inside a job. Jobs that never wait (a tool that does not await) all run
+        on the first worker, and no task is made for nobody."""
+        self._spawn(1)
+        while len(self.tasks) < workers:
+            await asyncio.sleep(0)  # a turn: the workers run until they wait or end
+            unclaimed = len(self.jobs) - self.claimed
+            if self.aborted or not unclaimed:
+                return
+            self._spawn(min(len(self.tasks), unclaimed, workers - len(self.tasks)))
 
     async def __call__(self, workers: int) -> None:
-        self.pending = workers
-        # Structured: every task is awaited below before this returns, cancelled or not.
-        self.tasks = [self.loop.create_task(self.worker()) for _ in range(workers)]
-        for task in self.tasks:
-            task.add_done_callback(self._ended)
+        # Structured: every task has ended before this returns or raises, cancelled or not.
         try:
-            await self.done
+            await self._grow(workers)
+            if self.pending and not self.aborted:
+                self.done = self.loop.create_future()
+                await self.done
+            left = [task for task in self.tasks if not task.done()]
+            if left:  # after an abort: workers that were cancelled, ending now
+                await asyncio.wait(left)
         except asyncio.CancelledError:
             self.abort()
             await self._drain()
@@ -245,10 +278,9 @@ class _Batch:
     async def _drain(self) -> None:
         """Wait for every worker to end; further cancellations of the caller are the one
         being handled, raised again by the caller once this returns."""
-        while self.pending:
-            self.done = self.loop.create_future()
+        while left := [task for task in self.tasks if not task.done()]:
             try:
-                await self.done
+                await asyncio.wait(left)
             except asyncio.CancelledError:
                 continue
 
@@ -256,15 +288,17 @@ class _Batch:
 class AsyncioBackend:
     """``Backend`` on one asyncio loop (see the module docstring)."""
 
-    __slots__ = ("clock", "loop")
+    __slots__ = ("clock", "context", "loop")
     name = "asyncio"
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.clock = loop.time
+        # The deadlines' callbacks read no context variable: one empty context for all.
+        self.context = contextvars.Context()
 
     def call_scope(self, deadline: float) -> _Call:
-        return _Call(self.loop, deadline)
+        return _Call(self.loop, deadline, self.context)
 
     async def run_batch(self, jobs: Sequence[Any], workers: int, run: Runner) -> None:
         if workers:

@@ -40,10 +40,12 @@ class Backend(Protocol):
     def call_scope(self, deadline: float) -> CallScope: ...
 
     async def run_batch(self, jobs: Sequence[Any], workers: int, run: Runner) -> None:
-        """Run ``jobs`` on ``workers`` tasks, each taking the next job in order and
-        awaiting ``run(job)``. When ``run`` raises (not a cancellation), the batch stops:
-        the other jobs are cancelled, queued ones never start, and the error is raised
-        (``first_error``). Cancelling the caller cancels every job, wherever it waits."""
+        """Run ``jobs`` on at most ``workers`` tasks, each taking the next job in order
+        and awaiting ``run(job)``; a task is started only while jobs are left unclaimed
+        after a turn of the loop (a batch of jobs that never wait runs on one task).
+        When ``run`` raises (not a cancellation), the batch stops: the other jobs are
+        cancelled, queued ones never start, and the error is raised (``first_error``).
+        Cancelling the caller cancels every job, wherever it waits."""
         ...
 
 

@@ -19,4 +19,6 @@ def _cancelled() -> type[BaseException]:
     return trio.Cancelled
 
 
-TRIO = GroupBackend("trio", trio.current_time, _scope, trio.open_nursery, _cancelled)
+TRIO = GroupBackend(
+    "trio", trio.current_time, _scope, trio.open_nursery, _cancelled, trio.lowlevel.checkpoint
+)

@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 import attrs
 
+from .. import _backends
 from .._agent import ReactAgent
 from .._config import RunnableConfig
 from .._llm_node import AgentLlmNode
@@ -36,6 +37,7 @@ from .workloads import Probe, Timing, Workload
 
 FINAL_TEXT = "done"
 SEQUENTIAL = "reactcore seq"
+ANYIO = "reactcore par k=N, anyio"  # before the backend seam: the same batch on anyio
 Engine = Literal["reactcore", "seed"]
 
 
@@ -67,6 +69,7 @@ class Options:
     k: int
     timeout: float
     seed_pool: concurrent.futures.ThreadPoolExecutor
+    portable: bool = False  # reactcore on anyio's backend, not the loop's native one
 
 
 def _responses(messages: Sequence[Any]) -> Sequence[ToolResponse]:
@@ -87,6 +90,24 @@ async def _nothing() -> None:
     await anyio.lowlevel.checkpoint()
 
 
+def _on_backend(
+    run: Callable[[], Awaitable[Sequence[ToolResponse]]], portable: bool
+) -> Callable[[], Awaitable[Sequence[ToolResponse]]]:
+    """``run`` on anyio's portable backend if ``portable`` (what releases before the
+    backend seam ran), else as it is (the loop's native backend)."""
+    if not portable:
+        return run
+
+    async def on_anyio() -> Sequence[ToolResponse]:
+        token = _backends.forced.set(_backends.PORTABLE)
+        try:
+            return await run()
+        finally:
+            _backends.forced.reset(token)
+
+    return on_anyio
+
+
 # --- reactcore ------------------------------------------------------------------------
 
 
@@ -103,7 +124,7 @@ def _reactcore_node(case: Case, opts: Options) -> Setup:
         update = await node(state)
         return _responses(update[MESSAGES])
 
-    return Setup(run, _nothing)
+    return Setup(_on_backend(run, opts.portable), _nothing)
 
 
 def _reactcore_agent(case: Case, opts: Options) -> Setup:
@@ -122,7 +143,7 @@ def _reactcore_agent(case: Case, opts: Options) -> Setup:
             raise AssertionError(f"the agent turn ended with {result.text!r}")
         return _responses(result.messages)
 
-    return Setup(run, _nothing)
+    return Setup(_on_backend(run, opts.portable), _nothing)
 
 
 # --- the seed baseline ------------------------------------------------------------------
@@ -201,6 +222,7 @@ class Executor:
     engine: Engine
     parallel: bool
     k_of: Callable[[int, int], int]
+    portable: bool = False
 
     def k(self, n: int, max_parallel: int) -> int:
         return self.k_of(n, max_parallel)
@@ -220,7 +242,7 @@ class Executor:
         probe = Probe()
         tools = case.workload.tools(case.timing, probe)
         k = self.k(case.n, max_parallel)
-        opts = Options(tools, self.parallel, k, case.timing.timeout, seed_pool)
+        opts = Options(tools, self.parallel, k, case.timing.timeout, seed_pool, self.portable)
         setup = _PREPARE[self.engine, case.agent](case, opts)
 
         async def settle() -> None:
@@ -234,10 +256,12 @@ EXECUTORS: tuple[Executor, ...] = (
     Executor(SEQUENTIAL, "reactcore", False, lambda n, k: 1),
     Executor("reactcore par", "reactcore", True, lambda n, k: k),
     Executor("reactcore par k=N", "reactcore", True, lambda n, k: n),
+    Executor(ANYIO, "reactcore", True, lambda n, k: n, portable=True),
     Executor("seed baseline", "seed", True, lambda n, k: k),
 )
 
 
 def executors_for(n: int, max_parallel: int) -> list[Executor]:
-    """The executors to compare at N: "k=N" is left out when it equals ``--max-parallel``."""
+    """The executors to compare at N: "k=N" on the native backend is left out when N
+    equals ``--max-parallel`` (it is "reactcore par" then)."""
     return [e for e in EXECUTORS if not (e.name.endswith("k=N") and n == max_parallel)]
