@@ -83,11 +83,8 @@ async def _timed(run: Callable[[], Awaitable[None]]) -> float:
 
 
 async def _node(tool: Tool, n: int, backend: _backends.Backend | None) -> float:
-    token = _backends.forced.set(backend)
-    try:
+    with _backends.using(backend):
         return await _timed(node_executor(n)(tool, n))
-    finally:
-        _backends.forced.reset(token)
 
 
 async def main(loop: str, repeat: int) -> None:
@@ -124,11 +121,8 @@ async def io(repeat: int, n: int = 1_000, k: int = 100, latency: float = 0.05) -
     samples: dict[str, list[float]] = {"native": [], "anyio": []}
     for _ in range(repeat):
         for name, backend in (("native", None), ("anyio", _backends.PORTABLE)):
-            token = _backends.forced.set(backend)
-            try:
+            with _backends.using(backend):
                 samples[name].append(await _timed(node_executor(k)(sleeper(latency), n)))
-            finally:
-                _backends.forced.reset(token)
     m = {name: statistics.median(v) for name, v in samples.items()}
     print(
         f"io N={n} k={k} L={latency * 1e3:g} ms: native {m['native'] * 1e3:.0f} ms "

@@ -18,8 +18,5 @@ def scheduler_backend(request: pytest.FixtureRequest) -> Any:
     (anyio) one, the reference every release before the backend seam ran."""
     from reactcore import _backends
 
-    token = _backends.forced.set(_backends.PORTABLE if request.param == "portable" else None)
-    try:
+    with _backends.using(_backends.PORTABLE if request.param == "portable" else None):
         yield request.param
-    finally:
-        _backends.forced.reset(token)

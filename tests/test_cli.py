@@ -166,6 +166,26 @@ def test_bench_plot_is_a_png(quick: _QuickRun) -> None:
     assert len(data) > 1000
 
 
+@pytest.mark.anyio
+async def test_bench_anyio_row_runs_the_node_on_anyios_backend(anyio_backend: str) -> None:
+    """The ``reactcore par k=N, anyio`` executor runs on anyio's backend of the seam (the
+    one releases before it ran); the others on the loop's native one."""
+    from reactcore import _backends
+    from reactcore._bench.executors import ANYIO, _on_backend
+
+    seen: list[str] = []
+
+    async def run() -> list[Any]:
+        seen.append(_backends.current().name)
+        return []
+
+    portable = {e.name: e.portable for e in EXECUTORS}
+    assert [name for name, on_anyio in portable.items() if on_anyio] == [ANYIO]
+    await _on_backend(run, True)()
+    await _on_backend(run, False)()
+    assert seen == ["anyio", anyio_backend]
+
+
 # --- bench, bad options -----------------------------------------------------------------
 
 

@@ -22,7 +22,9 @@ semantics differ inside a call.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+from collections.abc import Iterator
 
 import sniffio
 
@@ -37,19 +39,29 @@ __all__ = [
     "Runner",
     "current",
     "first_error",
-    "forced",
+    "using",
 ]
 
 # Which implementation ``current()`` gives in this context: ``None`` for the native one.
-# Private, for the tests and benchmarks that run one scheduler against each.
-forced: contextvars.ContextVar[Backend | None] = contextvars.ContextVar(
+# Set through ``using``, by the tests and benchmarks that run one scheduler against each.
+_forced: contextvars.ContextVar[Backend | None] = contextvars.ContextVar(
     "reactcore_backend", default=None
 )
 
 
+@contextlib.contextmanager
+def using(backend: Backend | None) -> Iterator[None]:
+    """``current()`` gives ``backend`` (``None``: the native one) inside the block."""
+    token = _forced.set(backend)
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
 def current() -> Backend:
-    """The backend for the loop this task runs on (the native one unless ``forced``)."""
-    chosen = forced.get()
+    """The backend for the loop this task runs on (the native one, unless ``using``)."""
+    chosen = _forced.get()
     if chosen is not None:
         return chosen
     library = sniffio.current_async_library()

@@ -1,7 +1,7 @@
 """The portable backend: anyio's task groups and cancel scopes, on either loop.
 
 What every release before the seam ran, kept as the reference the native backends are
-tested against (``forced``) and as the shape of the trio one: level-triggered
+tested against (``using``) and as the shape of the trio one: level-triggered
 cancellation, shields respected, every task in a task group.
 """
 

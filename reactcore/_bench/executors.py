@@ -99,11 +99,8 @@ def _on_backend(
         return run
 
     async def on_anyio() -> Sequence[ToolResponse]:
-        token = _backends.forced.set(_backends.PORTABLE)
-        try:
+        with _backends.using(_backends.PORTABLE):
             return await run()
-        finally:
-            _backends.forced.reset(token)
 
     return on_anyio
 
