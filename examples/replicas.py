@@ -2,7 +2,7 @@
 runs a dead replica left unfinished and resumes them; a run another live replica owns is
 left to it.
 
-    python examples/replicas.py                     # an SQLite file, replicas.db
+    python examples/replicas.py                     # an SQLite file in a temporary folder
     python examples/replicas.py --postgres [DSN]    # PostgreSQL (pip install '.[postgres]')
 
 The demo plays both sides in one process, on a fresh database: "replica A" starts three
@@ -19,8 +19,8 @@ reports the thread as busy, and the next sweep gets it.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -166,12 +166,10 @@ async def open_saver(argv: Sequence[str]) -> AsyncIterator[Any]:
                 await pg_saver.delete(info.thread_id)
             yield pg_saver
     else:
-        path = Path("replicas.db")
-        for leftover in (path, Path("replicas.db-wal"), Path("replicas.db-shm")):
-            leftover.unlink(missing_ok=True)
-        shutil.rmtree("replicas.db.leases", ignore_errors=True)  # its lock files
-        async with SqliteSaver(path) as sqlite_saver:
-            yield sqlite_saver
+        # A fresh file in a temporary folder, removed with everything beside it at the end.
+        with tempfile.TemporaryDirectory(prefix="replicas-") as folder:
+            async with SqliteSaver(Path(folder) / "replicas.db") as sqlite_saver:
+                yield sqlite_saver
 
 
 async def main(argv: Sequence[str]) -> None:

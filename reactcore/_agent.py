@@ -127,9 +127,73 @@ TRACER_PROVIDER = valid.satisfies(
 class ReactAgent:
     """A ReAct agent: ``await agent.invoke("question")`` → ``AgentResult``.
 
-    Every option is described in the docs (``docs/tool-node.md``, ``docs/runs.md``); they
-    follow Spring AI Alibaba's builder, with the defaults it has (sequential tools, 5 at
-    most in parallel in one batch, 300 s per tool call).
+    The options follow Spring AI Alibaba's builder, with the defaults it has (sequential
+    tools, 5 at most in parallel in one batch, 300 s per tool call). Every option after
+    ``model`` is keyword-only; a wrong value is refused here, naming the option.
+
+    Args:
+        name: The agent's name: in logs, events, spans, and the tool name of
+            ``as_tool()``.
+        model: A ``ChatModel``, or a provider string such as ``"openai:gpt-4.1"`` or
+            ``"anthropic:claude-sonnet-4-5"`` (the agent then builds the client).
+        tools: Tools (``@tool`` functions, ``Tool`` values, plain functions) and
+            ``Toolset``s (e.g. ``MCPToolset``) the model may call.
+        system_prompt: The system message of every model request; ``{name}``
+            placeholders are filled from state values, once.
+        instruction: A message placed before the conversation in every request, with
+            ``{name}`` placeholders filled from state values (rendered once).
+        hooks: Hooks run around the model and the tools (``before_agent``,
+            ``before_model``, ``after_model``, ``before_tools``, ``after_agent``), e.g.
+            ``HumanInTheLoopHook``, ``ModelCallLimitHook``, ``SummarizationHook``.
+        interceptors: Objects with ``wrap_model_call`` and/or ``wrap_tool_call``
+            wrapping every model or tool call (retries, fallbacks, tool selection …).
+        parallel_tool_execution: Run the calls of one model answer concurrently, in one
+            task group (``False``: one after another, in order).
+        parallel_tool_calls: Whether the model is told it may ask for several calls at
+            once; by default the same as ``parallel_tool_execution``; ``None`` sends
+            nothing.
+        max_parallel_tools: At most this many calls of one batch run at once (a
+            per-batch limit).
+        max_tool_threads: The worker threads for sync tools, shared by all runs of the
+            agent; ``None``: ``max(40, max_parallel_tools)``. Abandoned threads count
+            until they end.
+        tool_limiter: An ``anyio.CapacityLimiter`` shared with other agents or
+            services: every call of every batch holds one of its slots while it runs.
+        tool_execution_timeout: Seconds one tool call may run; the clock starts when
+            the call starts, not while it waits for a slot.
+        wrap_sync_tools_as_async: In the sequential path, run sync tools in worker
+            threads too (the parallel path always does).
+        output_key: A state key the final answer (or structured output) is stored
+            under.
+        output_schema: A JSON Schema text the answer must follow, written into the
+            prompt.
+        output_type: A type (an attrs class, a dataclass, a ``TypedDict`` …) the final
+            answer is parsed into: ``AgentResult.output``.
+        output_mode: How ``output_type`` is asked for: ``"response_format"`` (the
+            provider's structured output) or ``"tool"`` (a ``final_answer`` tool).
+        output_retries: How many times a malformed structured answer is sent back to
+            the model before ``OutputParseError``.
+        max_iterations: The most model calls in one run (``MaxIterationsExceeded``);
+            ``None``: no limit.
+        exception_processor: Turns a tool's exception into the text the model reads
+            (default: ``DefaultToolExceptionProcessor``, which never raises).
+        tool_context: Values every tool can read from its ``ToolContext``.
+        tool_resolver: A callable mapping a tool name the agent does not know to a
+            ``Tool`` at run time (or ``None``); its tools are never listed to the model.
+        enable_logging: Add the INFO log events of reasoning and acting (model calls,
+            tool calls); argument values are logged at DEBUG only.
+        model_error_as_message: Turn a model call that fails after retries into the
+            final answer's text instead of raising.
+        saver: Where checkpoints go (``MemorySaver``, ``SqliteSaver``,
+            ``PostgresSaver``): runs with a ``thread_id`` then resume and continue
+            conversations.
+        max_buffered_events: The bound of a run's event buffer: a slow reader of
+            ``run.events()`` holds the run back; before a reader attaches, events past
+            the bound are dropped (``AgentRun.dropped_events`` counts them).
+        tracer_provider: An OpenTelemetry ``TracerProvider`` (or a reactcore
+            ``Tracer``): spans for runs, model calls and tool calls.
+        token_counter: Counts the tokens of a request, for summarisation and context
+            limits (default: ``ApproximateTokenCounter``).
     """
 
     name: str = attrs.field(validator=valid.text(non_empty=True))

@@ -3,7 +3,8 @@
 attrs writes ``__init__`` at run time, so reading the source finds no signature. For each
 attrs class this builds one from ``attrs.fields`` (names, kinds, defaults) and the
 annotations griffe read from the source, adds a "Parameters" section whose descriptions are
-the fields' docstrings, and drops the fields from the member list (they are listed there).
+the fields' docstrings (or, for a field without one, its entry in the class docstring's
+``Args:`` section, which that table replaces), and drops the fields from the member list (they are listed there).
 """
 
 from __future__ import annotations
@@ -26,7 +27,24 @@ from griffe import (
     Parameters,
     Visitor,
     dynamic_import,
+    parse_google,
 )
+
+
+def _take_args_section(cls: Class) -> dict[str, str]:
+    """The descriptions of the class docstring's ``Args:`` section, by name; the section is
+    taken out (the fields' table replaces it)."""
+    if cls.docstring is None:
+        return {}
+    # Parsed here, before the class has a signature: griffe's checks of the names
+    # against the signature would flag every entry.
+    sections = parse_google(cls.docstring, warn_unknown_params=False, warn_missing_types=False)
+    described: dict[str, str] = {}
+    for section in [s for s in sections if isinstance(s, DocstringSectionParameters)]:
+        described.update({p.name: p.description for p in section.value})
+        sections.remove(section)
+    cls.docstring.__dict__["parsed"] = sections  # the cached value griffe reads later
+    return described
 
 
 def _default(field: Any) -> str | None:
@@ -65,13 +83,18 @@ class AttrsFields(Extension):
             return
         parameters = [Parameter("self", kind=ParameterKind.positional_or_keyword)]
         documented = []
+        described = _take_args_section(cls)
         for field in attrs.fields(runtime):
             if not field.init:
                 continue
             name = field.alias or field.name
             member = cls.members.get(field.name)
             annotation = getattr(member, "annotation", None)
-            description = member.docstring.value if member and member.docstring else ""
+            description = (
+                member.docstring.value
+                if member and member.docstring
+                else described.get(name, described.get(field.name, ""))
+            )
             kind = (
                 ParameterKind.keyword_only if field.kw_only else ParameterKind.positional_or_keyword
             )
