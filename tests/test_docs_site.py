@@ -147,3 +147,53 @@ def test_api_page_renders(browser: Any, base_url: str) -> None:
     table = browser.find_element(By.CSS_SELECTOR, ".doc-section-item, table")
     assert table.is_displayed()
     assert browser.find_elements(By.CSS_SELECTOR, "nav.md-nav--primary a.md-nav__link")
+
+
+def _section(page: str, heading_id: str) -> str:
+    """The HTML of one object's block on an API page: from its heading to the next one."""
+    import re
+
+    start = page.index(f'id="{heading_id}"')
+    following = re.search(r'id="reactcore\.[A-Za-z]+"', page[start + len(heading_id) + 5 :])
+    return (
+        page[start : start + len(heading_id) + 5 + following.start()] if following else page[start:]
+    )
+
+
+def test_every_agent_option_is_described_and_no_run_internal_is_listed(site: Path) -> None:
+    """The reference describes each of ``ReactAgent``'s parameters (a row with a non-empty
+    description for every ``__init__`` field), and ``AgentRun``'s entry lists what callers
+    use, none of the loop's internals."""
+    import html
+    import re
+
+    import attrs
+
+    from reactcore import ReactAgent
+
+    page = (site / "reference" / "agent" / "index.html").read_text(encoding="utf-8")
+    rows = re.findall(
+        r'<tr class="doc-section-item">(.*?)</tr>', _section(page, "reactcore.ReactAgent"), re.S
+    )
+    described = {}
+    for row in rows:
+        cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+        name = re.sub(r"<[^>]+>", "", cells[0]).strip()
+        described[name] = html.unescape(re.sub(r"<[^>]+>", "", cells[2])).strip()
+    fields = [f.alias or f.name for f in attrs.fields(ReactAgent) if f.init]
+    assert set(fields) <= set(described), set(fields) - set(described)
+    assert [n for n in fields if len(described[n]) < 15] == []
+    run = _section(page, "reactcore.AgentRun")
+    for internal in (
+        "emit",
+        "track",
+        "finish_nowait",
+        "next_leg",
+        "state_later",
+        "no_reader",
+        "unraised_fatal_error",
+        "scope",
+    ):
+        assert f'id="reactcore.AgentRun.{internal}"' not in run, internal
+    for public in ("events", "cancel_tool", "resume", "result", "status"):
+        assert f'id="reactcore.AgentRun.{public}"' in run, public

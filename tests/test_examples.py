@@ -245,6 +245,25 @@ async def test_trio_service_over_http(
 # --- the scripts ----------------------------------------------------------------------
 
 
+def test_replicas_script_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:
+    """replicas, run as a script: replica B resumes the three orphaned runs, skips the
+    live one, and the SQLite file (with its WAL and lease files) lives in a temporary
+    folder of its own, so nothing is left where the user ran it."""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "replicas.py")],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=dict(os.environ, PYTHONIOENCODING="utf-8"),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "resumed: order-1, order-2, order-3" in done.stdout
+    assert "busy (alive elsewhere): order-4" in done.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_sync_tools(backend: str) -> None:
     """sync_tools: the blocking checksums run at once in two worker threads (not the
