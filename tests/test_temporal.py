@@ -36,6 +36,7 @@ from temporal_workers.support import (
 )
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 from reactcore import (
     Approve,
@@ -65,6 +66,8 @@ from reactcore import (
 from reactcore._events import RunFinished
 from reactcore.interceptors import ModelRetryInterceptor
 from reactcore.temporal import TemporalAgent, TemporalRun, replayer, worker
+from reactcore.temporal import _codec as codec
+from reactcore.temporal._activities import Activities
 from reactcore.temporal.testing import DevServer, temporal_cli
 from reactcore.testing import ScriptedChatModel
 
@@ -574,4 +577,24 @@ async def test_a_tool_activity_returns_the_whole_response(server: DevServer) -> 
             "camera": "north",
             "lux": [3, 4],
         }
+    )
+
+
+@pytest.mark.anyio
+async def test_tool_data_that_is_not_json_fails_its_activity_naming_the_tool() -> None:
+    """``ToolCallResponse.data`` must be JSON values to cross back to the workflow: a set
+    fails the tool activity at once (not retried), with an error naming the tool."""
+
+    @tool
+    async def gauge() -> ToolCallResponse:
+        """A reading, with a set kept aside."""
+        return ToolCallResponse("read", data={1, 2})
+
+    durable = TemporalAgent(ReactAgent("gauges", ScriptedChatModel([]), tools=[gauge]))
+    argument = codec.dumps(codec.ToolInput("gauges", ToolCall("g1", "gauge", "{}"), 5.0, "t"))
+    with pytest.raises(ApplicationError) as caught:
+        await ActivityEnvironment().run(Activities({"gauges": durable}).tool, argument)
+    assert caught.value.non_retryable
+    assert caught.value.message.startswith(
+        "tool 'gauge' returned ToolCallResponse.data that is not JSON values"
     )
