@@ -36,13 +36,17 @@ from temporal_workers.support import (
 )
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 from reactcore import (
     Approve,
     AssistantMessage,
     ChatOptions,
     Edit,
+    ImagePart,
+    Interrupt,
     KeyStrategy,
+    MemorySaver,
     ModelHandler,
     ModelHTTPError,
     ModelRequest,
@@ -54,6 +58,7 @@ from reactcore import (
     ToolCall,
     ToolCallCancelled,
     ToolCallFinished,
+    ToolCallResponse,
     ToolCallStarted,
     ToolContext,
     tool,
@@ -61,6 +66,8 @@ from reactcore import (
 from reactcore._events import RunFinished
 from reactcore.interceptors import ModelRetryInterceptor
 from reactcore.temporal import TemporalAgent, TemporalRun, replayer, worker
+from reactcore.temporal import _codec as codec
+from reactcore.temporal._activities import Activities
 from reactcore.temporal.testing import DevServer, temporal_cli
 from reactcore.testing import ScriptedChatModel
 
@@ -497,3 +504,97 @@ async def test_model_interceptors_run_in_the_workflow_and_their_request_is_sent(
     assert request.system_message is not None
     assert request.system_message.text == "Be brief."
     assert [m.text for m in request.messages] == ["hi"]  # type: ignore[union-attr]
+
+
+PIXEL = ImagePart.from_bytes(b"\x89PNG\r\n\x1a\n", "image/png")
+
+
+@tool
+async def snapshot(camera: str) -> ToolCallResponse:
+    """A picture from ``camera``, with what was measured kept aside for callers."""
+    return ToolCallResponse(
+        f"picture from {camera}", parts=(PIXEL,), data={"camera": camera, "lux": [3, 4]}
+    )
+
+
+@tool
+async def transfer(amount: int, context: ToolContext) -> Any:
+    """Pause the run for a confirmation; once decided, say what was decided."""
+    decided = context.decisions
+    if decided is None:
+        confirm = ToolCall("ok", "confirm", f'{{"amount": {amount}}}')
+        return ToolCallResponse("", interrupt=Interrupt((confirm,)))
+    kinds = sorted(f"{k}={type(d).__name__}" for k, d in decided.decisions.items())
+    return f"sent {amount} ({', '.join(kinds)})"
+
+
+def _whole_responses() -> ReactAgent:
+    calls = [
+        ToolCall("s1", "snapshot", '{"camera": "north"}'),
+        ToolCall("m1", "transfer", '{"amount": 5}'),
+    ]
+    model = ScriptedChatModel([AssistantMessage("", calls), "done"])
+    return ReactAgent("whole", model, tools=[snapshot, transfer], saver=MemorySaver())
+
+
+@pytest.mark.anyio
+async def test_a_tool_activity_returns_the_whole_response(server: DevServer) -> None:
+    """What a tool answers crosses its activity whole, as in process: the model's next
+    request holds the image part, the final state the ``data`` kept aside (callers only),
+    and a call that answers with ``interrupt`` pauses the run for the calls it names
+    (scoped under its id); resumed, it runs again and reads the decision. Messages,
+    model requests and data match the same run in process."""
+    agent = _whole_responses()
+    async with in_process_worker(server, agent) as durable:
+        client = await connect(server)
+        run = await durable.start(client, "go", thread_id=thread())
+        with anyio.fail_after(WAIT):
+            paused = await run.result()
+        assert paused.interrupt is not None
+        assert [c.id for c in paused.interrupt.calls] == ["m1/ok"]
+        await run.resume(Resume({"m1/ok": Approve()}))
+        with anyio.fail_after(WAIT):
+            result = await run.result()
+    local = _whole_responses()
+    config = RunnableConfig(thread_id=thread())
+    expected_pause = await local.invoke("go", config)
+    assert expected_pause.interrupt == paused.interrupt
+    expected = await local.invoke(Resume({"m1/ok": Approve()}), config)
+
+    assert result.text == expected.text == "done"
+    assert result.messages == expected.messages
+    [request] = [r for r in agent.model.requests if len(r.messages) > 1]  # type: ignore[attr-defined]
+    [local_request] = [r for r in local.model.requests if len(r.messages) > 1]  # type: ignore[attr-defined]
+    assert request.messages == local_request.messages
+    seen, sent = request.messages[-1].responses  # type: ignore[union-attr]
+    assert seen.parts == (PIXEL,)
+    assert sent.response_data == "sent 5 (ok=Approve)"
+    picture = result.messages[-2].responses[0]  # type: ignore[union-attr]
+    assert (
+        picture.data
+        == expected.messages[-2].responses[0].data
+        == {  # type: ignore[union-attr]
+            "camera": "north",
+            "lux": [3, 4],
+        }
+    )
+
+
+@pytest.mark.anyio
+async def test_tool_data_that_is_not_json_fails_its_activity_naming_the_tool() -> None:
+    """``ToolCallResponse.data`` must be JSON values to cross back to the workflow: a set
+    fails the tool activity at once (not retried), with an error naming the tool."""
+
+    @tool
+    async def gauge() -> ToolCallResponse:
+        """A reading, with a set kept aside."""
+        return ToolCallResponse("read", data={1, 2})
+
+    durable = TemporalAgent(ReactAgent("gauges", ScriptedChatModel([]), tools=[gauge]))
+    argument = codec.dumps(codec.ToolInput("gauges", ToolCall("g1", "gauge", "{}"), 5.0, "t"))
+    with pytest.raises(ApplicationError) as caught:
+        await ActivityEnvironment().run(Activities({"gauges": durable}).tool, argument)
+    assert caught.value.non_retryable
+    assert caught.value.message.startswith(
+        "tool 'gauge' returned ToolCallResponse.data that is not JSON values"
+    )

@@ -21,6 +21,7 @@ pytest.importorskip("temporalio", reason="the 'temporal' extra (temporalio) is n
 from temporal_workers.agents import (
     RESULT_BYTES,
     PlanModel,
+    add,
     blob_text,
     long_agents,
     temporal_agents,
@@ -41,6 +42,7 @@ from temporalio.exceptions import ApplicationError
 from reactcore import (
     Approve,
     AssistantMessage,
+    OutputParseError,
     PayloadMissing,
     ReactAgent,
     Resume,
@@ -49,6 +51,7 @@ from reactcore import (
     ToolResponseMessage,
     tool,
 )
+from reactcore.hooks import ModelCallLimitHook, ToolCallLimitHook
 from reactcore.temporal import FileStore, TemporalAgent, TemporalRun, replayer, worker
 from reactcore.temporal._workflow import PAGE_BYTES
 from reactcore.temporal.testing import DevServer, history_chain, temporal_cli
@@ -276,3 +279,67 @@ async def test_without_a_store_an_oversized_payload_fails_the_run_naming_the_fix
     assert cause.type == "ValueError"
     assert "over Temporal's 2 MB payload limit" in cause.message
     assert "store=FileStore" in cause.message
+
+
+def _adding(question: str, turn: int, texts: list[str]) -> AssistantMessage:
+    """An ``add`` call every turn, for ever (only a limit ends the run)."""
+    return AssistantMessage("", [ToolCall(f"a{turn}", "add", f'{{"a": {turn}, "b": 1}}')])
+
+
+def _limited() -> ReactAgent:
+    return ReactAgent(
+        "limited",
+        PlanModel(_adding),
+        tools=[add],
+        max_iterations=12,
+        hooks=[ModelCallLimitHook(run_limit=4), ToolCallLimitHook(run_limit=3)],
+    )
+
+
+@pytest.mark.anyio
+async def test_run_limits_hold_across_continue_as_new(server: DevServer) -> None:
+    """A run that continues as new every 2 model calls (16 history events) is still one
+    run for its limits: with ModelCallLimitHook(run_limit=4) and
+    ToolCallLimitHook(run_limit=3), the fourth turn's call is refused and the run stops
+    after 4 model calls, over 3 runs of the chain or more, with the messages and usage of
+    the same run in process (before, each run of the chain counted from 0 and the run
+    went on to max_iterations)."""
+    durable = TemporalAgent(
+        _limited(), task_queue=f"tq-{uuid.uuid4().hex[:8]}", continue_after_events=16
+    )
+    client = await connect(server)
+    async with worker(client, [durable]):
+        run = await durable.start(client, "go", thread_id=thread())
+        with anyio.fail_after(WAIT):
+            result = await run.result()
+    expected = await _limited().invoke("go")
+    assert result.text == expected.text == "Model call limits exceeded: run limit (4/4)"
+    assert result.model_calls == expected.model_calls == 4
+    assert result.messages == expected.messages
+    assert result.usage == expected.usage
+    refused = result.messages[-2].responses[0]  # type: ignore[union-attr]
+    assert refused.is_error and "run limit (3/3)" in refused.response_data
+    assert len(await chain(client, run)) >= 3
+
+
+@pytest.mark.anyio
+async def test_output_retries_hold_across_continue_as_new(server: DevServer) -> None:
+    """Structured-output retries are the run's, not each chain run's: with output_type=int
+    and output_retries=2, a model that never answers a number is asked 3 times and the
+    run fails with OutputParseError, as in process, though it continues as new before
+    every model call (before, it was asked until max_iterations)."""
+    model = PlanModel(lambda question, turn, texts: AssistantMessage("not a number"))
+    agent = ReactAgent("parsing", model, output_type=int, output_retries=2, max_iterations=8)
+    durable = TemporalAgent(agent, task_queue=f"tq-{uuid.uuid4().hex[:8]}", continue_after_events=1)
+    client = await connect(server)
+    async with worker(client, [durable]):
+        run = await durable.start(client, "go", thread_id=thread())
+        with anyio.fail_after(WAIT), pytest.raises(WorkflowFailureError) as caught:
+            await run.result()
+    with pytest.raises(OutputParseError):
+        await agent.invoke("go")
+    cause = caught.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "OutputParseError"
+    histories = await chain(client, run)
+    assert len(histories) == 3  # one model call per run of the chain

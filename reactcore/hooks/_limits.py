@@ -1,5 +1,6 @@
 """What the two limit hooks share: counting per thread (in the state, so it is kept with
-checkpoints) and per run (in the run's context), and reporting an exceeded limit."""
+checkpoints) and per run (in the run's context, among its ``RUN_COUNTS``, which a run
+continued elsewhere takes along), and reporting an exceeded limit."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import attrs
 from .. import _validate as valid
 from .._config import RunnableConfig
 from .._hooks import JUMP_TARGETS
+from .._run_context import run_count, set_run_count
 from .._state import OverAllState
 
 ExitBehavior = Literal["end", "error", "continue"]
@@ -48,15 +50,15 @@ class Counter:
         return int(state.get(self.key, 0))
 
     def run(self, config: RunnableConfig) -> int:
-        return int(config.context.get(self.key, 0))
+        return run_count(config.context, self.key)
 
     def start_run(self, config: RunnableConfig) -> None:
         """Start the run count from 0, even when the caller reuses a config's context."""
-        config.context.pop(self.key, None)
+        set_run_count(config.context, self.key, None)
 
     def add(self, state: OverAllState, config: RunnableConfig, n: int) -> dict[str, int]:
         """Count ``n`` more; the returned update records the thread count in the state."""
-        config.context[self.key] = self.run(config) + n
+        set_run_count(config.context, self.key, self.run(config) + n)
         return {self.key: self.thread(state) + n}
 
 

@@ -59,8 +59,13 @@ class ToolSelectionInterceptor:
     )
     always_include: Collection[str] = attrs.field(default=(), validator=valid.NAMES)
 
+    @property
+    def asks_model(self) -> bool:
+        """Whether ``selector`` is a ``ChatModel`` (asked in a model call of its own)."""
+        return callable(getattr(self.selector, "call", None)) and hasattr(self.selector, "stream")
+
     async def _select(self, request: ModelRequest) -> Sequence[str]:
-        if callable(getattr(self.selector, "call", None)) and hasattr(self.selector, "stream"):
+        if self.asks_model:
             model: Any = self.selector
             return await _ask_model(model, request)
         picked: Any = self.selector(request)  # type: ignore[operator]

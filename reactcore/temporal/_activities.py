@@ -26,6 +26,7 @@ from .._interceptors import ToolCallRequest, ToolCallResponse
 from .._llm_node import MODEL_ITERATION, STREAM, call_model
 from .._messages import Message
 from .._state import MESSAGES, OverAllState
+from .._tools import TOOL_DECISIONS
 from ..models.base import ModelRequest
 from . import _codec as codec
 from ._calls import LOAD_ACTIVITY, MODEL_ACTIVITY, SAVE_ACTIVITY, TOOL_ACTIVITY, model_retry
@@ -172,11 +173,16 @@ class Activities:
     @activity.defn(name=TOOL_ACTIVITY)
     async def tool(self, argument: str) -> str:
         """Run one tool call under its timeout and the tool's own limiter (sync tools in a
-        worker thread); its errors become the text the model sees, as in process."""
+        worker thread); its errors become the text the model sees, as in process. The
+        whole response goes back (text, parts, data, update, interrupt); a call run
+        again after it paused the run gets the decisions (``ToolContext.decisions``)."""
         given = codec.loads(argument, codec.ToolInput)
         agent = self._agent(given.agent)
         node = agent.agent.tool_node
-        config = RunnableConfig(given.thread_id, given.metadata, {})
+        context: dict[str, Any] = {}
+        if given.decisions is not None:  # it runs again after it paused the run
+            context[TOOL_DECISIONS] = {given.call.id: codec.load_resume(given.decisions)}
+        config = RunnableConfig(given.thread_id, given.metadata, context)
         found = node.resolve(given.call.name, config) if node is not None else None
         if node is None or found is None:
             text = f"Tool not available on this worker: {given.call.name}"
@@ -202,7 +208,19 @@ class Activities:
         text = response.text
         if agent.store is not None:
             text = await self._reader(agent).result_text(text, agent.inline_limit)
-        return codec.dumps(codec.ToolOutput(text, response.is_error, update))
+        interrupt = response.interrupt.calls if response.interrupt is not None else None
+        output = codec.ToolOutput(
+            text, response.is_error, update, False, response.parts, response.data, interrupt
+        )
+        try:
+            return codec.dumps(output)
+        except (TypeError, ValueError) as exc:  # data that is not JSON: it cannot cross
+            raise ApplicationError(
+                f"tool {given.call.name!r} returned ToolCallResponse.data that is not JSON "
+                f"values ({exc}): it cannot go back to the workflow",
+                type="TypeError",
+                non_retryable=True,
+            ) from exc
 
 
 async def _limited(

@@ -31,6 +31,7 @@ from .._state import MESSAGES, OverAllState
 from . import _codec as codec
 from ._refs import Reader
 from ._store import PayloadStore
+from ._unsupported import check_supported
 from ._workflow import WORKFLOW
 
 _positive = valid.number(positive=True)
@@ -64,10 +65,19 @@ class TemporalAgent:
     a marker (the model and the caller get the whole text). Without one, everything is
     inline, as long as each payload stays under Temporal's 2 MB. Either way, a run
     continues as new before a model call once Temporal suggests it or its history
-    reaches ``continue_after_events`` events or ``continue_after_bytes`` bytes.
+    reaches ``continue_after_events`` events or ``continue_after_bytes`` bytes (the run's
+    limits and counts go on over the chain).
+
+    An agent with a hook or interceptor that calls a model itself (``SummarizationHook``,
+    ``ToolSelectionInterceptor`` with a model, ``ModelFallbackInterceptor``) is refused
+    (``ValueError``): that call would run in workflow code, not as an activity.
     """
 
-    agent: ReactAgent = attrs.field(validator=valid.instance_of(ReactAgent, "a ReactAgent"))
+    agent: ReactAgent = attrs.field(
+        validator=attrs.validators.and_(
+            valid.instance_of(ReactAgent, "a ReactAgent"), check_supported
+        )
+    )
     task_queue: str = attrs.field(
         default="reactcore", kw_only=True, validator=valid.text(non_empty=True)
     )

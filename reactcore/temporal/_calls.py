@@ -14,11 +14,13 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 from temporalio.workflow import ActivityCancellationType
 
+from .._approval import Interrupt, Resume
 from .._exceptions import ModelError, ModelHTTPError, ToolExecutionError
 from .._interceptors import ToolCallRequest, ToolCallResponse, ToolHandler
 from .._llm_node import MODEL_ITERATION, STREAM, visible_names
 from .._run_context import DYNAMIC_TOOLS, dynamic_tools
 from .._state import MESSAGES, OverAllState
+from .._tools import TOOL_DECISIONS
 from ..interceptors._retry import ModelRetryInterceptor
 from ..models.base import ModelRequest, ModelResponse
 from . import _codec as codec
@@ -144,6 +146,7 @@ class ToolActivities:
             messages = request.state.get(MESSAGES) or ()
             conversation, count = self.owner.conversation(messages), len(messages)
             state = codec.dump_state(without_messages(request.state, conversation))
+        decided: Resume | None = request.config.context.get(TOOL_DECISIONS, {}).get(call.id)
         payload = codec.ToolInput(
             settings.name,
             call,
@@ -152,6 +155,7 @@ class ToolActivities:
             state,
             dict(request.config.metadata),
             conversation,
+            None if decided is None else codec.dump_resume(decided),
         )
         handle = workflow.start_activity(
             TOOL_ACTIVITY,
@@ -187,10 +191,11 @@ class ToolActivities:
         if out.timed_out:
             text = f"Error: Tool execution timed out after {timeout:g}s (tool '{call.name}')"
             return ToolCallResponse(text, is_error=True)
-        if out.update is None:
-            return ToolCallResponse(out.text, out.is_error)
-        update = dict(codec.load_state(out.update).state.data)
-        return ToolCallResponse(out.text, out.is_error, update)
+        update = {} if out.update is None else dict(codec.load_state(out.update).state.data)
+        interrupt = None if out.interrupt is None else Interrupt(out.interrupt)
+        return ToolCallResponse(
+            out.text, out.is_error, update, out.parts, out.data, interrupt=interrupt
+        )
 
 
 def bounded(text: str, what: str) -> str:

@@ -23,7 +23,7 @@ from .._events import (
     ToolCallStarted,
     ToolCallTimedOut,
 )
-from .._messages import AssistantMessage, Message, SystemMessage, ToolCall
+from .._messages import AssistantMessage, ContentPart, Message, SystemMessage, ToolCall
 from .._serde import converter as converter
 from .._state import OverAllState
 from ..models.base import ChatOptions, ToolSpec, Usage
@@ -70,11 +70,15 @@ class Conversation:
 class Carry:
     """What a run hands to the run it continues as: the state (checkpoint JSON; without
     its messages when ``messages`` names them in the store), the model calls so far in
-    the checkpoint, and how many events the earlier runs recorded."""
+    the checkpoint, how many events the earlier runs recorded, and what the run counted
+    so far: its hooks' ``run_counts`` (the limits' run counts) and the structured-output
+    retries it spent (``output_retries``) — the chain is one run."""
 
     checkpoint: str
     messages: str | None = None
     events: int = 0
+    run_counts: dict[str, int] = attrs.field(factory=dict)
+    output_retries: int = 0
 
 
 @attrs.frozen
@@ -162,7 +166,8 @@ class ModelOutput:
 @attrs.frozen
 class ToolInput:
     """One tool call; ``state`` (checkpoint JSON) only for tools that take a context
-    (without its messages when ``conversation`` names them)."""
+    (without its messages when ``conversation`` names them); ``decisions`` (``dump_resume``
+    JSON) when the call runs again after it paused the run (``ToolContext.decisions``)."""
 
     agent: str
     call: ToolCall
@@ -171,16 +176,22 @@ class ToolInput:
     state: str | None = None
     metadata: dict[str, Any] = attrs.field(factory=dict)
     conversation: Conversation | None = None
+    decisions: str | None = None
 
 
 @attrs.frozen
 class ToolOutput:
-    """What the call produced; ``update`` is checkpoint JSON of its state update."""
+    """What the call produced, all of its ``ToolCallResponse``: ``update`` is checkpoint
+    JSON of its state update, ``parts`` its content parts, ``data`` what it kept aside for
+    callers (JSON values), ``interrupt`` the calls it paused the run for."""
 
     text: str
     is_error: bool = False
     update: str | None = None
     timed_out: bool = False
+    parts: tuple[ContentPart, ...] = ()
+    data: Any = None
+    interrupt: tuple[ToolCall, ...] | None = None
 
 
 @attrs.frozen

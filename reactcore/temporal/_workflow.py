@@ -40,6 +40,7 @@ from .._loop import Loop, Start, apply_decisions
 from .._messages import Message
 from .._result import AgentResult
 from .._run import AgentRun
+from .._run_context import RUN_COUNTS
 from .._state import MESSAGES, OverAllState
 from . import _codec as codec
 from ._calls import (
@@ -172,13 +173,16 @@ class ReactAgentWorkflow:
     A long run continues as new (a fresh history) before a model call, once Temporal
     suggests it or the history passes the agent's ``continue_after_events`` or
     ``continue_after_bytes``: the state goes over (its messages by reference when the
-    agent has a store), with the model calls and the number of events so far; queries
+    agent has a store), with the model calls, the number of events so far and the run's
+    counts (the limit hooks' run counts, the output retries spent: the chain is one run
+    for them, as one run in process is); queries
     and updates reach the newest run of the thread, and ``result()`` follows the chain.
     """
 
     def __init__(self) -> None:
         self.settings: TemporalAgent
         self.thread_id = ""
+        self._metadata: dict[str, Any] = {}
         self.events: list[dict[str, Any]] = []
         self.inflight: dict[str, workflow.ActivityHandle[str]] = {}
         self.cancelled = False
@@ -187,7 +191,6 @@ class ReactAgentWorkflow:
         self._run: _RecordingRun | None = None
         self._agent: ReactAgent | None = None
         self._loop: Loop | None = None
-        self._config = RunnableConfig()
         self._paused: AgentResult | None = None
         self._resume: Resume | None = None
         self._first_event = 0  # the events the earlier runs of the chain recorded
@@ -234,35 +237,47 @@ class ReactAgentWorkflow:
         continued as new when the history is long."""
         given = codec.loads(argument, codec.RunInput)
         self.settings = registered(given.agent)
-        self.thread_id = given.thread_id
+        self.thread_id, self._metadata = given.thread_id, given.metadata
         agent = self._agent = workflow_agent(self)
         run = self._run = _RecordingRun(
             workflow.uuid4().hex[:12], given.thread_id, record=self._record
         )
+        config = self._new_config()
+        retries = 0
         if given.carry is None:
             update = dict(codec.load_state(given.update).state.data)
             start = Start(OverAllState({}, agent.key_strategies).merge(update), "model", True)
         else:
             start = await self._carried(given.carry)
+            # The chain is one run: what it counted goes on from where it was.
+            config.context[RUN_COUNTS] = dict(given.carry.run_counts)
+            retries = given.carry.output_retries
         while True:
-            self._config = RunnableConfig(given.thread_id, given.metadata, {})
             if start.model_calls:
-                self._config.context[MODEL_ITERATION] = start.model_calls - 1
-            loop = self._loop = Loop(agent, run, self._config)
+                config.context[MODEL_ITERATION] = start.model_calls - 1
+            loop = self._loop = Loop(agent, run, config, output_retries=retries)
             try:
                 result = await loop.execute(start)
             except RunCancelled:
                 return await self._end("cancelled", run.state, loop.model_calls, RUN_CANCELLED)
             except _GoOn as going:
-                return await self._continue(given, going.state, loop.model_calls)
+                return await self._continue(given, going.state, loop)
             if result.interrupt is None:
                 return await self._end("finished", result.state, result.model_calls)
             resume = await self._paused_for(result)
             if resume is None:
                 return await self._end("cancelled", result.state, result.model_calls, RUN_CANCELLED)
+            # As in process, the run goes on after a pause as a new leg, in a context of
+            # its own (counting afresh) that holds the decisions for calls that paused.
+            config = self._new_config()
+            retries = 0
             calls = result.interrupt.calls
-            state = apply_decisions(agent, result.state, calls, resume, self._config)
+            state = apply_decisions(agent, result.state, calls, resume, config)
             start = Start(state, "tools", False, result.model_calls)
+
+    def _new_config(self) -> RunnableConfig:
+        """The config of a leg of the run (from its start, a continue-as-new or a resume)."""
+        return RunnableConfig(self.thread_id, self._metadata, {})
 
     # --- by reference, and long runs ----------------------------------------------------
 
@@ -308,12 +323,14 @@ class ReactAgentWorkflow:
         self.stored(conversation, len(messages))
         return without_messages(state, conversation), conversation.key
 
-    async def _continue(self, given: codec.RunInput, state: OverAllState, calls: int) -> NoReturn:
-        """Continue as new from before the next model call, carrying ``state``."""
+    async def _continue(self, given: codec.RunInput, state: OverAllState, loop: Loop) -> NoReturn:
+        """Continue as new from before the next model call, carrying ``state`` and what
+        ``loop`` counted."""
         kept, messages = await self._saved(state)
-        checkpoint = codec.dump_state(kept, model_calls=calls)
+        checkpoint = codec.dump_state(kept, model_calls=loop.model_calls)
         events = self._first_event + len(self.events)
-        carry = codec.Carry(checkpoint, messages, events)
+        counts = dict(loop.config.context.get(RUN_COUNTS) or {})
+        carry = codec.Carry(checkpoint, messages, events, counts, loop.output_retries)
         nothing = codec.dump_state(OverAllState({}))
         argument = attrs.evolve(given, update=nothing, carry=carry)
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -454,4 +471,5 @@ class ReactAgentWorkflow:
         if paused is None or paused.interrupt is None or self._agent is None:
             raise ValueError("nothing to approve: the run is not waiting for approval")
         decisions = codec.load_resume(argument)
-        apply_decisions(self._agent, paused.state, paused.interrupt.calls, decisions, self._config)
+        calls = paused.interrupt.calls  # checked on a config of its own: nothing is kept
+        apply_decisions(self._agent, paused.state, calls, decisions, self._new_config())
