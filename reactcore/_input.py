@@ -101,18 +101,27 @@ def input_update(value: AgentInput) -> dict[str, Any]:
     return {MESSAGES: [value]}
 
 
-def check_conversation(state: Mapping[str, Any], where: str) -> None:
-    """``TypeError`` unless the ``messages`` of ``state`` (if any) are all messages: what
-    the loop checks before the first checkpoint of a run, so that no thread is stored
-    with a conversation no later step could be written onto (``where`` says who made it)."""
+def check_conversation(state: Mapping[str, Any], *, whole: bool) -> None:
+    """``TypeError`` when the ``messages`` of ``state`` hold something that is not a
+    message: checked ``whole``, or only at the end (constant time).
+
+    What the loop checks before each checkpoint, so that no thread is stored with a
+    conversation no later step could be written onto or sent to a model (a thread that
+    could neither resume nor take new input): whole at a run's first write, then at the
+    end of the list, since a saver refuses a list that mixes messages with other values
+    and only one holding no message at all could otherwise be stored.
+    """
     given = state.get(MESSAGES)
     if given is None:
         return
     if not _is_list(given):
         raise TypeError(f"state key {MESSAGES!r} must be a list of Messages, got {got(given)}")
-    index = _stranger(given)
+    if whole:
+        index = _stranger(given)
+    else:
+        index = len(given) - 1 if given and not isinstance(given[-1], Message) else None
     if index is not None:
         raise TypeError(
             f"state key {MESSAGES!r} must hold only messages, got {got(given[index])} at "
-            f"[{index}] ({where}); nothing was written"
+            f"[{index}] (put there by a hook or a state update); the checkpoint was not written"
         )

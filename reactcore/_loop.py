@@ -486,6 +486,8 @@ class Loop:
 
         ``state`` may be a function giving the state as of the moment of writing: calls
         of a batch end concurrently, and the last checkpoint written must hold them all.
+        A conversation holding something that is not a message is a ``TypeError``, not
+        written (``check_conversation``): the thread stays at its last good checkpoint.
         """
         saver: Saver | None = self.agent.saver
         if saver is None or self.config.thread_id is None:
@@ -495,11 +497,7 @@ class Loop:
         with anyio.CancelScope(shield=True):
             async with self._saving:
                 current = state() if callable(state) else state
-                if self.steps == 0:
-                    # The run's first write: a conversation holding a non-message (put
-                    # there by a hook) would be stored, load back, and refuse every step
-                    # after it — a thread that could neither resume nor take new input.
-                    check_conversation(current, "put there by a hook or a state update")
+                check_conversation(current, whole=self.steps == 0)
                 self.steps += 1
                 checkpoint = Checkpoint(
                     self.config.thread_id,

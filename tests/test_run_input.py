@@ -145,31 +145,46 @@ async def test_bad_input_over_http_never_reaches_the_server(sqlite: SqliteSaver)
 
 @attrs.define
 class _PutConversation:
-    """A ``before_agent`` hook that writes provider dicts as the conversation (a
-    mistake): a list holding no message at all, which a saver keeps as plain JSON."""
+    """A hook that writes provider dicts as the whole conversation (a mistake), at
+    ``before_agent`` or ``after_model``: a list holding no message at all, which a
+    saver would keep as plain JSON."""
 
+    at: str
     name: str = "put_conversation"
 
-    async def before_agent(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+    async def before_agent(self, state: Any, config: RunnableConfig) -> dict[str, Any] | None:
+        return self._put() if self.at == "before_agent" else None
+
+    async def after_model(self, state: Any, config: RunnableConfig) -> dict[str, Any] | None:
+        return self._put() if self.at == "after_model" else None
+
+    def _put(self) -> dict[str, Any]:
         return {"messages": ReplaceAll([{"role": "user", "content": "hi"}])}
 
 
+@pytest.mark.parametrize(("at", "model_calls"), [("before_agent", 0), ("after_model", 1)])
 async def test_a_hook_cannot_store_a_conversation_no_step_could_extend(
-    sqlite: SqliteSaver,
+    sqlite: SqliteSaver, at: str, model_calls: int
 ) -> None:
-    """A conversation holding non-messages is refused at the run's first checkpoint,
-    before the model and before any write (it used to be stored, load back, and make
-    every later write fail: resume failed forever and new input was refused). The
-    thread is left as it was: a fixed agent on the same saver takes new input."""
-    model = ScriptedChatModel(["fine", "fine"])
-    broken = ReactAgent("a", model, hooks=[_PutConversation()], saver=sqlite)
+    """A conversation holding non-messages is refused before it is written, at the run's
+    first checkpoint or a later one (it used to be stored, load back, and make every
+    later write fail: resume failed forever and new input was refused). The thread is
+    left at its last good checkpoint: a fixed agent on the same saver takes new input
+    (nothing was written) or resumes the run."""
+    model = ScriptedChatModel(["first", "second"])
+    broken = ReactAgent("a", model, hooks=[_PutConversation(at)], saver=sqlite)
     config = RunnableConfig(thread_id="t")
     with pytest.raises(TypeError, match=r"state key 'messages' must hold only messages.*\[0\]"):
         await broken.invoke("hi", config)
-    assert model.requests == []
-    assert await sqlite.get("t") is None
+    assert len(model.requests) == model_calls
     fixed = ReactAgent("a", model, saver=sqlite)
-    assert (await fixed.invoke("hi", config)).text == "fine"
+    latest = await sqlite.get("t")
+    if latest is None:
+        result = await fixed.invoke("hi", config)
+    else:
+        assert latest.next == "model"
+        result = await fixed.invoke(None, config)
+    assert [m.text for m in result.messages] == ["hi", "first" if model_calls == 0 else "second"]
 
 
 @attrs.define(eq=False, weakref_slot=True)
