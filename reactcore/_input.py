@@ -13,7 +13,7 @@ step after it can be written).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from ._approval import Resume
 from ._messages import PART_TYPES, Message, UserMessage
@@ -43,8 +43,13 @@ def _hint(value: Any) -> str:
     return ""
 
 
+_MESSAGE_CLASSES = frozenset(get_args(Message))
+
+
 def _stranger(items: Sequence[Any]) -> int | None:
     """The index of the first item of ``items`` that is not a message, if any."""
+    if _MESSAGE_CLASSES.issuperset(map(type, items)):
+        return None  # the usual case, at C speed: every item's class is a message class
     return next((i for i, item in enumerate(items) if not isinstance(item, Message)), None)
 
 
