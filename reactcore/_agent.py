@@ -21,22 +21,16 @@ import sniffio
 from . import _validate as valid
 from ._approval import Interrupt, Resume
 from ._checkpoint import Lease, Saver, claim_thread, request_cancel
-from ._config import RunnableConfig
+from ._config import RunnableConfig, as_config
 from ._events import Event, RunFailed, RunFinished, RunInterrupted
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
 from ._exceptions import ModelTruncatedError, RunCancelled
 from ._hooks import Hook, order_hooks
+from ._input import AgentInput, check_input
 from ._interceptors import ModelInterceptor, ToolInterceptor
 from ._llm_node import AgentLlmNode
 from ._logging import get_logger
-from ._loop import (
-    AgentInput,
-    Loop,
-    apply_decisions,
-    final_text,
-    returned_direct,
-    starting_point,
-)
+from ._loop import Loop, apply_decisions, final_text, returned_direct, starting_point
 from ._messages import AssistantMessage
 from ._output import OUTPUT_MODES, OutputMode, final_answer_tool, parse_output, response_format
 from ._result import AgentResult
@@ -278,6 +272,7 @@ class ReactAgent:
     _tool_node: AgentToolNode | None = attrs.field(init=False)
     _log: Any = attrs.field(init=False)
     _tracer: Tracer | None = attrs.field(init=False)
+    _warned_without_saver: bool = attrs.field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._hooks = order_hooks(self.hooks)
@@ -405,13 +400,18 @@ class ReactAgent:
         return subagent_tool(self, name=name, description=description, input=input, timeout=timeout)
 
     async def invoke(
-        self, input: AgentInput | Resume | None, config: RunnableConfig | None = None
+        self,
+        input: AgentInput | Resume | None,
+        config: RunnableConfig | Mapping[str, Any] | None = None,
     ) -> AgentResult:
         """Run the agent until it answers (or pauses for approval): ``start`` + ``result``.
 
         ``input`` is a string, a message, a list of messages or a state dict; ``None``
         resumes the unfinished run of ``config.thread_id``; ``Resume(...)`` answers a
-        pause for approval. Errors are raised as themselves.
+        pause for approval; anything else is a ``TypeError`` naming ``input``, raised
+        before the thread is claimed, a model called or a checkpoint written (as by
+        ``start``, ``stream`` and ``invoke_sync``). ``config`` is a ``RunnableConfig`` or a
+        mapping of its fields (``{"thread_id": "t1"}``). Errors are raised as themselves.
         """
         async with self.start(input, config) as run:
             run.no_reader()  # the handle stays here: the run builds no events
@@ -420,7 +420,7 @@ class ReactAgent:
     def invoke_sync(
         self,
         input: AgentInput | Resume | None,
-        config: RunnableConfig | None = None,
+        config: RunnableConfig | Mapping[str, Any] | None = None,
         *,
         backend: str = "asyncio",
         backend_options: dict[str, Any] | None = None,
@@ -450,7 +450,9 @@ class ReactAgent:
 
     @asynccontextmanager
     async def start(
-        self, input: AgentInput | Resume | None, config: RunnableConfig | None = None
+        self,
+        input: AgentInput | Resume | None,
+        config: RunnableConfig | Mapping[str, Any] | None = None,
     ) -> AsyncIterator[AgentRun]:
         """Start a run in a task group this context owns, and give its handle.
 
@@ -461,7 +463,10 @@ class ReactAgent:
         until it ends: entering raises ``ThreadBusy`` when another live run owns it (at
         once, or after ``config.wait_for_thread`` seconds).
         """
-        given = config if config is not None else RunnableConfig()
+        check_input(input)
+        given = as_config(config)
+        if given.thread_id is not None and self.saver is None:
+            self._without_saver(given.thread_id)
 
         def own_copy() -> RunnableConfig:
             # Each run (and each leg after a pause) works in its own copy of the context:
@@ -513,7 +518,9 @@ class ReactAgent:
 
     @asynccontextmanager
     async def stream(
-        self, input: AgentInput | Resume | None, config: RunnableConfig | None = None
+        self,
+        input: AgentInput | Resume | None,
+        config: RunnableConfig | Mapping[str, Any] | None = None,
     ) -> AsyncIterator[EventStream]:
         """The live events of a new run: ``async with agent.stream(x) as events``.
 
@@ -533,6 +540,20 @@ class ReactAgent:
         if self.saver is None:
             raise ValueError("cancel_thread needs a saver: runs are found through it")
         return await request_cancel(self.saver, thread_id)
+
+    def _without_saver(self, thread_id: str) -> None:
+        """Say, once per agent, that a ``thread_id`` is ignored: without a saver nothing is
+        kept between runs, and each run sees only its own messages."""
+        if self._warned_without_saver:
+            return
+        self._warned_without_saver = True
+        self._log.warning(
+            "thread_id_without_saver",
+            thread_id=thread_id,
+            reason="the agent has no saver: runs keep no checkpoints, and a later run of "
+            "the thread does not see this one (give the agent saver=MemorySaver() or "
+            "SqliteSaver(path))",
+        )
 
     def _owning(self, run: AgentRun, config: RunnableConfig) -> AbstractAsyncContextManager[object]:
         """The run's claim on its thread (none without a saver or a thread id)."""

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import attrs
+from cattrs.errors import ClassValidationError
+from cattrs.gen import make_dict_structure_fn, override
 
 from . import _validate as valid
+from ._serde import AllowNonFinite, converter, describe_error
 
 THREAD_ID_MAX_BYTES = 1024
 """The longest thread id a saver keeps, in bytes of UTF-8: 1024 ASCII characters, fewer
@@ -84,3 +87,60 @@ class RunnableConfig:
     wait_for_thread: float = attrs.field(
         default=0.0, kw_only=True, validator=valid.number(minimum=0)
     )
+
+
+_NAMES = tuple(f.name for f in attrs.fields(RunnableConfig))
+
+# A mapping given as a config: the same keys as RunnableConfig's fields, strictly typed (no
+# extra key); wait_for_thread may be math.inf, as it may in RunnableConfig(...).
+converter.register_structure_hook(
+    RunnableConfig,
+    make_dict_structure_fn(
+        RunnableConfig,
+        converter,
+        metadata=override(struct_hook=converter.get_structure_hook(dict[str, Any])),
+        wait_for_thread=override(
+            struct_hook=converter.get_structure_hook(Annotated[float, AllowNonFinite])
+        ),
+    ),
+)
+
+
+def as_config(value: RunnableConfig | Mapping[str, Any] | None) -> RunnableConfig:
+    """The run's config from what a caller gave: a ``RunnableConfig``; a ``Mapping`` with
+    its fields as keys (``{"thread_id": "t1"}``), converted by the one converter; ``None``
+    (the default config).
+
+    Raised by ``as_config``: ``TypeError`` naming ``RunnableConfig`` and the key that is
+    not one of its fields or holds a value of the wrong type, or for a value that is none
+    of the three; the field checks of ``RunnableConfig`` (an empty ``thread_id``, a
+    negative ``wait_for_thread``) as ``RunnableConfig(...)`` raises them.
+    """
+    if value is None:
+        return RunnableConfig()
+    if isinstance(value, RunnableConfig):
+        return value
+    if not isinstance(value, Mapping):
+        hint = f"; RunnableConfig(thread_id={value!r:.40})" if isinstance(value, str) else ""
+        fields = ", ".join(_NAMES)
+        raise TypeError(
+            f"config must be a RunnableConfig, a Mapping of its fields ({fields}) or None, got "
+            f"{valid.got(value)}{hint}"
+        )
+    unknown = next((key for key in value if key not in _NAMES), None)
+    if unknown is not None:
+        raise TypeError(
+            f"config: RunnableConfig has no field {unknown!r} (a Mapping given as the config "
+            f"has its fields as keys: {', '.join(_NAMES)})"
+        )
+    try:
+        structured: RunnableConfig = converter.structure(value, RunnableConfig)
+    except ClassValidationError as exc:
+        for inner in exc.exceptions:
+            if not getattr(inner, "__notes__", None):
+                # RunnableConfig's own checks (a NUL in thread_id …) already name the field.
+                raise inner from None
+        raise TypeError(
+            f"config: a Mapping given as a RunnableConfig: {describe_error(exc, 'config')}"
+        ) from None
+    return structured

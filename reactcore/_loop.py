@@ -43,6 +43,7 @@ from ._events import (
 )
 from ._exceptions import MaxIterationsExceeded, OutputParseError
 from ._hooks import HookOutcome, JumpTarget, Position, run_hooks
+from ._input import AgentInput, check_conversation, input_update
 from ._llm_node import CHUNK_LISTENER, EMIT, MODEL_ITERATION, MODEL_NODE, RUN_ID
 from ._messages import (
     AssistantMessage,
@@ -50,7 +51,6 @@ from ._messages import (
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
-    UserMessage,
 )
 from ._output import FINAL_ANSWER, parse_output, retry_message, take_final_answer
 from ._result import TOKEN_USAGE, AgentResult
@@ -66,19 +66,7 @@ from .models.base import LENGTH, RETRY_LISTENER, ModelChunk, Usage
 if TYPE_CHECKING:
     from ._agent import ReactAgent
 
-AgentInput = str | Message | Sequence[Message] | Mapping[str, Any]
 APPROVED = "_approved_calls_"
-
-
-def input_update(value: AgentInput) -> dict[str, Any]:
-    """A caller's input as a state update: text and messages go to ``messages``."""
-    if isinstance(value, str):
-        return {MESSAGES: [UserMessage(value)]}
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, Sequence):
-        return {MESSAGES: list(value)}
-    return {MESSAGES: [value]}
 
 
 def unanswered(state: Mapping[str, Any]) -> list[ToolCall]:
@@ -498,6 +486,8 @@ class Loop:
 
         ``state`` may be a function giving the state as of the moment of writing: calls
         of a batch end concurrently, and the last checkpoint written must hold them all.
+        A conversation holding something that is not a message is a ``TypeError``, not
+        written (``check_conversation``): the thread stays at its last good checkpoint.
         """
         saver: Saver | None = self.agent.saver
         if saver is None or self.config.thread_id is None:
@@ -507,6 +497,7 @@ class Loop:
         with anyio.CancelScope(shield=True):
             async with self._saving:
                 current = state() if callable(state) else state
+                check_conversation(current, whole=self.steps == 0)
                 self.steps += 1
                 checkpoint = Checkpoint(
                     self.config.thread_id,

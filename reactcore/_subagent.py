@@ -45,7 +45,7 @@ from ._tools import Tool, ToolContext, check_tool_name
 
 if TYPE_CHECKING:
     from ._agent import ReactAgent
-    from ._loop import AgentInput
+    from ._input import AgentInput
 
 
 @attrs.frozen

@@ -24,7 +24,7 @@ from .._approval import Interrupt, Resume
 from .._events import Event, RunFailed, RunFinished, RunInterrupted
 from .._exceptions import RunCancelled
 from .._handle import RunStatus
-from .._loop import AgentInput, input_update
+from .._input import AgentInput, input_update
 from .._messages import Message, ToolCall
 from .._result import AgentResult
 from .._state import MESSAGES, OverAllState
