@@ -324,20 +324,13 @@ async def stored_bytes(path: Any, sizes: list[int]) -> int:
     """The bytes a ``SqliteSaver`` holds after a run of ``len(sizes)`` turns, turn ``i``
     calling a tool whose result has ``sizes[i]`` characters (all over the limit)."""
 
-    @tool
-    async def fetch(turn: int) -> str:
-        """Fetch a document."""
-        return numbered(turn, sizes[turn])
-
-    calls = [
-        AssistantMessage("", [ToolCall(f"c{i}", "fetch", json.dumps({"turn": i}))])
-        for i in range(len(sizes))
-    ]
+    texts = {f"d{i}": numbered(i, size) for i, size in enumerate(sizes)}
+    calls = [AssistantMessage("", [fetch(f"c{i}", f"d{i}")]) for i in range(len(sizes))]
     async with SqliteSaver(path) as saver:
         agent = ReactAgent(
             "a",
             ScriptedChatModel([*calls, "done"]),
-            tools=[fetch],
+            tools=[result_tool(texts)],
             hooks=[LargeResultEviction(max_chars=1000, head_chars=100)],
             saver=saver,
             max_iterations=len(sizes) + 1,

@@ -149,18 +149,19 @@ class LargeResultEviction:
 
     async def before_model(self, state: OverAllState, config: RunnableConfig) -> Any:
         """Files the over-long results of the last batch (see the class docstring)."""
-        messages: list[Message] = list(state.get(MESSAGES) or ())
+        messages: Sequence[Message] = state.get(MESSAGES) or ()
         if not messages or unanswered(state):
             return None
-        n = sum(1 for _ in _stored(state))
-        edited, filed = list(messages), []
+        n = len(state.get(EVICTED) or ())  # one result a message
+        edits, filed = {}, []
         for i in _latest_answers(messages):
             message = messages[i]
             assert isinstance(message, ToolResponseMessage)
-            edited[i], stored = self._file(message, n)
+            edits[i], stored = self._file(message, n)
             filed += stored
         if not filed:
             return None
+        edited = [edits.get(i, m) for i, m in enumerate(messages)]
         return {MESSAGES: rewrite(messages, edited), EVICTED: filed}
 
     def _file(
