@@ -260,8 +260,8 @@ async def test_a_read_longer_than_the_limit_is_cut_to_it() -> None:
 
 
 async def test_a_large_error_result_is_cut_not_stored() -> None:
-    """An error result over the limit is cut to its head (a failed call's updates are
-    dropped, so it could not be read back), and nothing is stored."""
+    """An error result over the limit is cut to its head at once (the model is to
+    correct the call, not to page through its error), and nothing is stored."""
 
     @tool
     async def explode() -> ToolCallResponse:
