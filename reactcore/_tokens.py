@@ -6,16 +6,21 @@ A ``TokenCounter`` counts a list of messages and the tool definitions shown with
 
 Hooks and interceptors ask through ``count_tokens(request)``: it counts with the run's
 counter (the agent's ``token_counter``, which the loop leaves in the run's context) and
-corrects the count by what the provider reported for the run's last model call::
+corrects the count by what the provider reported for the run's recent model calls::
 
-    count_tokens(request) = round(count(request) × reported / count(last request))
+    count_tokens(request) = round(fixed + factor × count(request))
 
-where ``reported`` is the ``prompt_tokens`` the provider reported for the last model call
-of the agent in this run, and ``count(last request)`` what the same counter gives for the
-request that call really sent (after every model interceptor). Before the run's first
-reported usage the factor is 1. A counter that is off by a steady factor for this
-provider (characters per token differ by language and by tokenizer) is so brought back
-to the provider's own figures after one call.
+A provider's figure differs from a counter's in two ways: by a steady factor (its
+tokenizer, against characters) and by a fixed part the counter never sees (a system
+prompt of its own for tool use, say, the same whatever the request's size). The pairs
+(``count(sent request)``, ``prompt_tokens`` reported) of the run's last ``HISTORY`` calls
+that reported usage are fitted by least squares to ``fixed + factor × count``, with
+``factor`` kept within ``FACTOR_RANGE`` and ``fixed`` at least 0 (see ``Correction.fit``).
+From one call (or calls of nearly one size) the two cannot be told apart: a provider
+figure above the count is taken as a fixed part (factor 1), one below as a factor (no
+fixed part can be negative). Before the run's first reported usage the count is as
+counted. A ratio alone would turn a fixed part into a factor: a small first request
+under a large tool-use prompt would multiply every later estimate.
 """
 
 from __future__ import annotations
@@ -40,8 +45,8 @@ from .models.base import ModelRequest, ToolSpec, Usage
 
 TOKEN_COUNTER = "_token_counter_"
 """The key, in a run's context, of the agent's ``TokenCounter`` (the loop sets it)."""
-LAST_CALL = "_last_model_call_"
-"""The key, in a run's context, of the last model call's request and reported usage."""
+CALLS = "_model_calls_usage_"
+"""The key, in a run's context, of its last model calls' requests and reported usage."""
 
 
 @runtime_checkable
@@ -166,30 +171,104 @@ class ApproximateTokenCounter:
 DEFAULT_COUNTER = ApproximateTokenCounter()
 
 
+HISTORY = 8
+"""How many of a run's last calls that reported usage the correction is fitted to."""
+FACTOR_RANGE = (0.25, 4.0)
+"""The least and greatest factor the correction takes (a counter of characters is not off
+by more for any tokenizer; a steeper fit comes from noise, not from the provider)."""
+_SAME_SIZE = 0.05  # counts spread less than this fraction of their mean: one size
+
+
+def _clamp(factor: float) -> float:
+    low, high = FACTOR_RANGE
+    return min(max(factor, low), high)
+
+
+@attrs.frozen
+class Correction:
+    """How a counter's count is brought to a provider's figures:
+    ``fixed + factor × count``."""
+
+    fixed: float = 0.0
+    factor: float = 1.0
+
+    def apply(self, count: int) -> int:
+        """``count`` corrected."""
+        return round(self.fixed + self.factor * count)
+
+    @classmethod
+    def fit(cls, pairs: Sequence[tuple[int, int]]) -> Correction:
+        """The correction fitted to ``pairs`` of (count, reported): least squares for
+        ``reported = fixed + factor × count`` with ``factor`` in ``FACTOR_RANGE`` and
+        ``fixed`` ≥ 0 (through the origin when the free fit's ``fixed`` is negative).
+        With no pair, none; from counts of one size (one pair), the difference as a
+        fixed part when the provider reported more, else as a factor."""
+        if not pairs:
+            return cls()
+        n = len(pairs)
+        mx = sum(x for x, _ in pairs) / n
+        my = sum(y for _, y in pairs) / n
+        spread = max(x for x, _ in pairs) - min(x for x, _ in pairs)
+        if spread <= _SAME_SIZE * mx:
+            if my >= mx:
+                return cls(my - mx, 1.0)
+            return cls(0.0, _clamp(my / mx))
+        sxx = sum((x - mx) ** 2 for x, _ in pairs)
+        sxy = sum((x - mx) * (y - my) for x, y in pairs)
+        factor = _clamp(sxy / sxx)
+        if my - factor * mx < 0:
+            factor = _clamp(sum(x * y for x, y in pairs) / sum(x * x for x, _ in pairs))
+        return cls(max(my - factor * mx, 0.0), factor)
+
+
 @attrs.define(eq=False)
-class _LastCall:
-    """The request a model call of the run sent, what the provider said it counted, and
-    the correction each counter asked for so far (computed once per counter)."""
+class _Call:
+    """A model call that reported usage: the request it sent, the prompt tokens its
+    provider reported, and what each counter asked so far says of the request."""
 
     request: ModelRequest
-    prompt_tokens: int
-    factors: list[tuple[TokenCounter, float]] = attrs.field(factory=list)
+    reported: int
+    counts: list[tuple[TokenCounter, int]] = attrs.field(factory=list)
 
-    def factor(self, counter: TokenCounter) -> float:
-        for known, factor in self.factors:
+    def count(self, counter: TokenCounter) -> int:
+        for known, count in self.counts:
             if known is counter:
-                return factor
-        estimate = counter_count(counter, self.request)
-        factor = self.prompt_tokens / estimate if estimate > 0 else 1.0
-        self.factors.append((counter, factor))
-        return factor
+                return count
+        count = counter_count(counter, self.request)
+        self.counts.append((counter, count))
+        return count
+
+
+@attrs.define(eq=False)
+class _Calls:
+    """The run's last ``HISTORY`` calls that reported usage, and the correction each
+    counter asked for since the last of them (fitted once per counter)."""
+
+    calls: list[_Call] = attrs.field(factory=list)
+    fits: list[tuple[TokenCounter, Correction]] = attrs.field(factory=list)
+
+    def add(self, request: ModelRequest, reported: int) -> None:
+        self.calls = [*self.calls[len(self.calls) + 1 - HISTORY :], _Call(request, reported)]
+        self.fits.clear()
+
+    def correction(self, counter: TokenCounter) -> Correction:
+        for known, correction in self.fits:
+            if known is counter:
+                return correction
+        pairs = [(x, c.reported) for c in self.calls if (x := c.count(counter)) > 0]
+        correction = Correction.fit(pairs)
+        self.fits.append((counter, correction))
+        return correction
 
 
 def record_call(context: dict[str, Any], request: ModelRequest, usage: Usage | None) -> None:
     """Remember, in the run's ``context``, the request a model call sent and the prompt
-    tokens its provider reported (a call without reported usage leaves the last one)."""
+    tokens its provider reported (a call without reported usage is left out)."""
     if usage is not None and usage.prompt_tokens > 0:
-        context[LAST_CALL] = _LastCall(request, usage.prompt_tokens)
+        calls = context.get(CALLS)
+        if calls is None:
+            calls = context[CALLS] = _Calls()
+        calls.add(request, usage.prompt_tokens)
 
 
 def run_counter(context: Mapping[str, Any]) -> TokenCounter:
@@ -203,11 +282,17 @@ def counter_count(counter: TokenCounter, request: ModelRequest) -> int:
     return counter.count(request_messages(request), request.visible_tool_specs())
 
 
+def correction(context: Mapping[str, Any], counter: TokenCounter | None = None) -> Correction:
+    """The correction of ``counter`` (default: the run's) learnt from the usage the run's
+    calls reported so far (see the module docstring)."""
+    calls: _Calls | None = context.get(CALLS)
+    chosen = run_counter(context) if counter is None else counter
+    return Correction() if calls is None else calls.correction(chosen)
+
+
 def count_tokens(request: ModelRequest, counter: TokenCounter | None = None) -> int:
     """The tokens ``request`` would take: its system message, messages and visible tool
     definitions counted by ``counter`` (default: the run's, see the module docstring),
-    times the correction learnt from the run's last reported usage."""
+    corrected by the fixed part and the factor learnt from the run's reported usage."""
     chosen = run_counter(request.context) if counter is None else counter
-    estimate = counter_count(chosen, request)
-    last: _LastCall | None = request.context.get(LAST_CALL)
-    return estimate if last is None else round(estimate * last.factor(chosen))
+    return correction(request.context, chosen).apply(counter_count(chosen, request))

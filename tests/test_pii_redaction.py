@@ -598,6 +598,6 @@ async def test_evicted_results_are_stored_redacted() -> None:
         hooks=[PIIRedactionHook(), LargeResultEviction(max_chars=100, head_chars=20)],
     )
     result = await agent.invoke("go")
-    stored = result.state["_evicted_results_"]["c1#0"]
+    stored = LargeResultEviction.stored_results(result.state)["c1#0"]
     assert stored == big.replace(EMAIL, "[REDACTED:email]")
     assert EMAIL not in repr(result.state.data)

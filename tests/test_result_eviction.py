@@ -1,5 +1,6 @@
 """LargeResultEviction: large tool results stored in the state and read back through
-``read_result``, in sequential and parallel batches, with bad reads answered as errors.
+``read_result``, in sequential and parallel batches, with bad reads answered as errors;
+each stored result written once by a saver, whatever the checkpoints after it.
 
 Every async test runs on asyncio and trio. The crash-and-resume test (a real process
 killed with SIGKILL) is in ``test_eviction_crash.py``.
@@ -20,12 +21,15 @@ from reactcore import (
     ModelRequest,
     ReactAgent,
     RunnableConfig,
+    SqliteSaver,
+    SummarizationHook,
     ToolCall,
     ToolCallResponse,
     ToolResponse,
     ToolResponseMessage,
     tool,
 )
+from reactcore.hooks._summarization import is_summary
 from reactcore.testing import ScriptedChatModel
 
 pytestmark = pytest.mark.anyio
@@ -105,7 +109,9 @@ async def test_a_large_result_is_stored_and_read_back_whole_in_pages() -> None:
     note, head = shown.split("\n", 1)
     assert head == BIG[:500]
     assert str(len(BIG)) in note and 'read_result(handle="c1#0", offset=500)' in note
-    assert result.state[EVICTED] == {"c1#0": BIG}
+    assert last_response(model.requests[1]).response_data == shown  # the model got the head
+    assert result.messages[2].metadata["evicted_results"] == {"c1": "c1#0"}  # type: ignore[union-attr]
+    assert LargeResultEviction.stored_results(result.state) == {"c1#0": BIG}
     assert pages(result.messages) == BIG
     answers = [
         r for m in result.messages if isinstance(m, ToolResponseMessage) for r in m.responses
@@ -144,7 +150,11 @@ async def test_parallel_large_results_each_get_their_handle() -> None:
         parallel_tool_execution=True,
     )
     result = await agent.invoke("go")
-    assert result.state[EVICTED] == {"ca#0": texts["a"], "cb#0": texts["b"], "cc#0": texts["c"]}
+    assert LargeResultEviction.stored_results(result.state) == {
+        "ca#0": texts["a"],
+        "cb#0": texts["b"],
+        "cc#0": texts["c"],
+    }
     answers = result.messages[2].responses  # type: ignore[union-attr]
     assert [r.response_data.split("\n", 1)[1] for r in answers if r.id != "csmall"] == [
         "a:aaaaaaaa",
@@ -172,7 +182,10 @@ async def test_handles_stay_unique_when_call_ids_repeat() -> None:
         "a", model, tools=[result_tool(texts)], hooks=[LargeResultEviction(max_chars=10)]
     )
     result = await agent.invoke("go")
-    assert result.state[EVICTED] == {"c1#0": texts["one"], "c1#1": texts["two"]}
+    assert LargeResultEviction.stored_results(result.state) == {
+        "c1#0": texts["one"],
+        "c1#1": texts["two"],
+    }
 
 
 async def test_stored_results_stay_for_later_runs_of_the_thread() -> None:
@@ -247,8 +260,8 @@ async def test_a_read_longer_than_the_limit_is_cut_to_it() -> None:
 
 
 async def test_a_large_error_result_is_cut_not_stored() -> None:
-    """An error result over the limit is cut to its head (a failed call's updates are
-    dropped, so it could not be read back), and nothing is stored."""
+    """An error result over the limit is cut to its head at once (the model is to
+    correct the call, not to page through its error), and nothing is stored."""
 
     @tool
     async def explode() -> ToolCallResponse:
@@ -299,3 +312,82 @@ def test_bad_options_fail_at_construction(
     """Each bad option is refused when the hook is made, naming the parameter."""
     with pytest.raises(error, match=message):
         LargeResultEviction(**options)
+
+
+def numbered(turn: int, size: int) -> str:
+    """A result of ``size`` characters, different for each turn."""
+    line = f"turn {turn:04d}: " + "abcdefghij" * 6 + "\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
+async def stored_bytes(path: Any, sizes: list[int]) -> int:
+    """The bytes a ``SqliteSaver`` holds after a run of ``len(sizes)`` turns, turn ``i``
+    calling a tool whose result has ``sizes[i]`` characters (all over the limit)."""
+
+    texts = {f"d{i}": numbered(i, size) for i, size in enumerate(sizes)}
+    calls = [AssistantMessage("", [fetch(f"c{i}", f"d{i}")]) for i in range(len(sizes))]
+    async with SqliteSaver(path) as saver:
+        agent = ReactAgent(
+            "a",
+            ScriptedChatModel([*calls, "done"]),
+            tools=[result_tool(texts)],
+            hooks=[LargeResultEviction(max_chars=1000, head_chars=100)],
+            saver=saver,
+            max_iterations=len(sizes) + 1,
+        )
+        await agent.invoke("go", RunnableConfig(thread_id="t"))
+        stats = await saver.statistics("t")
+    return stats.stored_bytes
+
+
+async def test_stored_bytes_grow_linearly_with_the_turns(tmp_path: Any) -> None:
+    """A run evicting a 10 KB result every turn stores bytes in proportion to its turns:
+    8 times the turns take less than 1.5 × 8 times the bytes (each result is written
+    once, not again with every later checkpoint and snapshot)."""
+    few = await stored_bytes(tmp_path / "few.db", [10_000] * 5)
+    many = await stored_bytes(tmp_path / "many.db", [10_000] * 40)
+    assert few > 5 * 10_000
+    assert many / few < 1.5 * 40 / 5, (few, many)
+
+
+async def test_a_large_result_is_stored_once(tmp_path: Any) -> None:
+    """A 200 KB result evicted at the first of 40 turns adds about its own size to what
+    the saver holds (the same run with a 2 KB result there as the baseline), however
+    many checkpoints and snapshots follow it; and it reads back whole."""
+    small = await stored_bytes(tmp_path / "small.db", [2_000] + [1_500] * 39)
+    big = await stored_bytes(tmp_path / "big.db", [200_000] + [1_500] * 39)
+    assert 200_000 <= big - small < 1.1 * 200_000, big - small
+    async with SqliteSaver(tmp_path / "big.db") as saver:
+        latest = await saver.get("t")
+    assert latest is not None
+    assert LargeResultEviction.stored_results(latest.state)["c0#0"] == numbered(0, 200_000)
+
+
+async def test_a_summary_leaves_the_stored_results() -> None:
+    """A ``SummarizationHook`` that folds the large result's turn into a summary leaves
+    the stored result: the model reads it after the summary; and the summariser, counting
+    after this hook (``order=-200``), counted the conversation with the result cut."""
+    model = ScriptedChatModel(
+        [
+            AssistantMessage("", [fetch("c1", "big")]),
+            AssistantMessage("", [fetch("c2", "small")]),
+            read("r1", "c1#0", offset=100, length=50),
+            "done",
+        ]
+    )
+    summariser = ScriptedChatModel(["the user fetched documents"] * 3)
+    hooks = [
+        SummarizationHook(trigger_tokens=400, keep_last=2, model=summariser),
+        LargeResultEviction(max_chars=1000, head_chars=100),
+    ]
+    tools = [result_tool({"big": BIG, "small": "s" * 900})]
+    result = await ReactAgent("a", model, tools=tools, hooks=hooks).invoke("go")
+    assert is_summary(result.messages[0])
+    assert (
+        result.messages[-2].responses[0].response_data
+        == (  # type: ignore[union-attr]
+            f"[c1#0: characters 100 to 150 of {len(BIG)}; next offset: 150]\n{BIG[100:150]}"
+        )
+    )
+    transcripts = [r.messages[0].text for r in summariser.requests]
+    assert transcripts and all(BIG[100:1000] not in t for t in transcripts)

@@ -1,12 +1,14 @@
 """Token accounting: the approximate counter's documented formula, the correction of
-``count_tokens`` by the provider's reported usage (scripted and over a real loopback
-OpenAI-compatible server), and ``TiktokenCounter``'s exact counts against values OpenAI
-published, with its errors for what cannot be loaded.
+``count_tokens`` by the provider's reported usage — a fixed part and a factor, fitted
+(scripted, and over the loopback server of each provider's wire), and
+``TiktokenCounter``'s exact counts against values OpenAI published, with its errors for
+what cannot be loaded.
 
 Async tests run on asyncio and trio."""
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -22,8 +24,8 @@ from reactcore import (
     ModelHandler,
     ModelRequest,
     ModelResponse,
-    OpenAIChatModel,
     ReactAgent,
+    SummarizationHook,
     SystemMessage,
     TextPart,
     TiktokenCounter,
@@ -36,8 +38,10 @@ from reactcore import (
     count_tokens,
     tool,
 )
-from reactcore.testing import ScriptedChatModel, SSEReply, serve_openai_compatible
+from reactcore._tokens import FACTOR_RANGE, Correction
+from reactcore.testing import ScriptedChatModel, ServerReply
 from tests.helpers import asks
+from tests.providers import PROVIDERS, Provider
 
 pytestmark = pytest.mark.anyio
 
@@ -101,15 +105,39 @@ def test_each_tool_result_is_an_entry_and_an_image_a_fixed_cost() -> None:
     assert APPROX.count([small]) == APPROX.count([large])
 
 
-async def test_count_tokens_is_corrected_by_the_last_reported_usage() -> None:
-    """The first request of a run is counted as estimated; each later one times reported /
-    estimated of the run's last call that reported usage (a call reporting none keeps the
-    last factor); a new run starts uncorrected."""
-    reports = iter([3.0, None, 2.0])
+@pytest.mark.parametrize(
+    ("pairs", "fixed", "factor"),
+    [
+        ([], 0, 1),
+        ([(100, 600)], 500, 1),  # one call, the provider above: a fixed part
+        ([(1000, 500)], 0, 0.5),  # one call, the provider below: a factor
+        ([(100, 10)], 0, 0.25),  # ... kept within FACTOR_RANGE
+        ([(1000, 1000), (1010, 5000)], 1995, 1),  # nearly one size: as one call
+        ([(100, 2200), (1100, 4200), (600, 3200)], 2000, 2),  # a line: found exactly
+        ([(1000, 500), (3000, 2500)], 0, 0.8),  # a negative fixed part: through the origin
+        ([(1000, 1000), (2000, 100_000)], 44_500, 4),  # too steep: the factor capped
+    ],
+)
+def test_the_correction_fits_a_fixed_part_and_a_factor(
+    pairs: list[tuple[int, int]], fixed: float, factor: float
+) -> None:
+    """``Correction.fit`` of (count, reported) pairs: least squares for fixed + factor ×
+    count, the factor within ``FACTOR_RANGE``, the fixed part never negative; from one
+    size of request, a surplus is a fixed part and a shortfall a factor."""
+    assert FACTOR_RANGE == (0.25, 4.0)
+    found = Correction.fit(pairs)
+    assert (found.fixed, found.factor) == (pytest.approx(fixed), pytest.approx(factor))
+
+
+async def test_count_tokens_is_corrected_by_the_runs_reported_usage() -> None:
+    """A provider reporting 2000 + 2 × the count: the first request of a run is counted
+    as estimated; after one reported call the difference is a fixed part (count + 2000 +
+    count₀); a call reporting nothing changes nothing; after two the fit is the provider's
+    own line, exactly; a new run starts uncorrected."""
+    reports = iter([True, False, True])
 
     def usage(request: ModelRequest, message: AssistantMessage) -> Usage:
-        factor = next(reports, None)
-        return Usage() if factor is None else Usage(round(raw(request) * factor), 1)
+        return Usage(2000 + 2 * raw(request), 1) if next(reports, False) else Usage()
 
     script = [asks(("c1", "lookup", {"key": "a"})), asks(("c2", "lookup", {"key": "b"}))]
     model = ScriptedChatModel([*script, asks(("c3", "lookup", {"key": "c"})), "done", "again"])
@@ -119,9 +147,9 @@ async def test_count_tokens_is_corrected_by_the_last_reported_usage() -> None:
     await agent.invoke("go")
     (c0, r0), (c1, r1), (c2, r2), (c3, r3) = probe.seen
     assert c0 == r0  # nothing reported yet
-    assert c1 == round(r1 * round(r0 * 3.0) / r0)  # call 0 reported 3x
-    assert c2 == round(r2 * round(r0 * 3.0) / r0)  # call 1 reported nothing: still call 0's
-    assert c3 == round(r3 * round(r2 * 2.0) / r2)  # call 2 reported 2x
+    assert c1 == r1 + 2000 + r0  # call 0 reported 2000 + 2 r0: its surplus, fixed
+    assert c2 == r2 + 2000 + r0  # call 1 reported nothing: the same
+    assert c3 == 2000 + 2 * r3  # calls 0 and 2: the line itself
     assert r0 < r1 < r2 < r3
     await agent.invoke("again")
     assert probe.seen[-1][0] == probe.seen[-1][1]
@@ -146,22 +174,45 @@ async def test_the_agents_counter_is_the_one_count_tokens_uses() -> None:
     assert seen == [APPROX.count(sent)]
 
 
-async def test_reported_usage_from_a_real_server_corrects_the_next_estimate() -> None:
-    """Over HTTP: the usage an OpenAI-compatible server streams with its answer is what the
-    next request's count is corrected by."""
+TOOL_PROMPT = 3000  # the provider's own prompt for tool use, which no counter sees
+PAGE = "value " * 1500  # 9,000 characters: JSON carries them as they are
+
+
+@tool
+def page(key: str) -> str:
+    """Read a page."""
+    return f"{key}: {PAGE}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=lambda p: p.name)
+async def test_a_fixed_provider_overhead_is_not_a_factor(provider: Provider) -> None:
+    """Over each provider's wire (a loopback server reporting, as prompt tokens, a tool-use
+    prompt of its own plus a quarter of the request body's characters): after a small
+    first request, the estimates of the two larger ones stay within 15% of what the
+    server then reports; and a ``SummarizationHook`` whose threshold no request passed
+    does not summarise."""
+    reported: list[int] = []
+    answers = iter([asks(("c1", "page", {"key": "a"})), asks(("c2", "page", {"key": "b"})), "done"])
+
+    def reply(body: Any) -> ServerReply:
+        reported.append(TOOL_PROMPT + len(json.dumps(body)) // 4)
+        # Each driver's reply type builds a streamed answer with the usage given.
+        return type(provider.reply("")).of(next(answers), usage=Usage(reported[-1], 5))
+
     probe = Probe()
-    replies = [
-        SSEReply.of(asks(("c1", "lookup", {"key": "k"})), usage=Usage(1000, 5, 1005)),
-        SSEReply.of("done", usage=Usage(1200, 2, 1202)),
-    ]
-    with serve_openai_compatible(replies) as server:
-        model = OpenAIChatModel("test-model", base_url=server.base_url, api_key="sk-test")
-        agent = ReactAgent("a", model, tools=[lookup], interceptors=[probe])
-        result = await agent.invoke("look k up")
+    summariser = ScriptedChatModel(["a summary"])
+    hook = SummarizationHook(trigger_tokens=10_000, keep_last=1, model=summariser)
+    with provider.serve(reply) as server:
+        agent = ReactAgent(
+            "a", provider.model(server), tools=[page], interceptors=[probe], hooks=[hook]
+        )
+        result = await agent.invoke("read pages a and b")
     assert result.text == "done"
-    (c0, r0), (c1, r1) = probe.seen
-    assert c0 == r0
-    assert c1 == round(r1 * 1000 / r0)
+    assert len(reported) == 3 and max(reported) < 10_000
+    estimates = [estimate for estimate, _ in probe.seen]
+    for estimate, actual in zip(estimates[1:], reported[1:], strict=True):
+        assert abs(estimate - actual) <= 0.15 * actual, (estimates, reported)
+    assert summariser.requests == []
 
 
 # --- tiktoken ---------------------------------------------------------------------------
