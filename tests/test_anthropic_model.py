@@ -32,10 +32,12 @@ from reactcore.models import ToolSpec, Usage
 from reactcore.models.anthropic import request_body
 from reactcore.testing import (
     AnthropicSSEReply,
+    HTTPReply,
     OpenAICompatibleServer,
     Script,
     anthropic_error_reply,
     anthropic_events,
+    anthropic_message_json,
     anthropic_message_reply,
     serve_anthropic,
 )
@@ -195,6 +197,55 @@ async def test_tool_calls_cut_at_max_tokens_are_never_run(server_for: ServerFor)
             await streamed(model)
         with pytest.raises(ModelTruncatedError):
             await model.call(REQUEST)
+
+
+def _unsigned_thinking_first(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` with a thinking block streamed first that never gets a signature."""
+    shifted = [{**e, "index": e["index"] + 1} if "index" in e else e for e in events]
+    start = {"type": "thinking", "thinking": "", "signature": ""}
+    thinking: list[dict[str, Any]] = [
+        {"type": "content_block_start", "index": 0, "content_block": start},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "Hm."},
+        },
+        {"type": "content_block_stop", "index": 0},
+    ]
+    return [*shifted[:2], *thinking, *shifted[2:]]
+
+
+@pytest.mark.anyio
+async def test_an_unsigned_thinking_block_is_read_and_never_sent_back(
+    server_for: ServerFor,
+) -> None:
+    """A whole answer whose thinking block has ``"signature": null`` (LiteLLM's proxy sends
+    it; the official SDK reads it) and a stream whose thinking block gets no
+    ``signature_delta`` are read alike: the thinking is the reasoning and stays in the
+    provider data, unsigned. The next request of the loop sends no unsigned block back
+    (the API refuses one) and so, its first answer having no signed thinking, goes
+    without ``thinking``."""
+    asks = AssistantMessage("", [ToolCall("toolu_1", "weather", '{"city": "Paris"}')])
+    whole = anthropic_message_json(asks)
+    whole["content"].insert(0, {"type": "thinking", "thinking": "Hm.", "signature": None})
+    events = _unsigned_thinking_first(anthropic_events(asks))
+    server = server_for([HTTPReply.from_json(whole), HTTPReply.from_json(whole)])
+    stream_server = server_for([AnthropicSSEReply(events)])
+    anthropic = pytest.importorskip("anthropic")
+    client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key=KEY, max_retries=0)
+    ask = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+    by_sdk = await client.messages.create(**ask)  # type: ignore[call-overload]
+    await client.close()
+    assert (by_sdk.content[0].thinking, by_sdk.content[0].signature) == ("Hm.", None)
+    async with model_for(server) as model, model_for(stream_server) as streaming:
+        answers = [(await model.call(REQUEST)).message, (await streamed(streaming)).message]
+    unsigned = [{"index": 0, "type": "thinking", "thinking": "Hm.", "signature": ""}]
+    for answer in answers:
+        assert answer.reasoning == "Hm." and answer.tool_calls == asks.tool_calls
+        assert answer.provider_data == {"anthropic": {"thinking": unsigned}}
+        body = _thinking_body(UserMessage("go"), answer, _result("toolu_1"))
+        assert _kinds(body) == [["text"], ["tool_use"], ["tool_result"]]
+        assert "thinking" not in body
 
 
 # --- requests ---------------------------------------------------------------------------

@@ -21,7 +21,9 @@ Answers, whole or streamed (``message_start``, ``content_block_start/delta/stop`
 ``redacted_thinking`` blocks are kept, signatures and all, in the message's
 ``provider_data["anthropic"]["thinking"]`` (with their position among the blocks) and
 sent back verbatim on later requests of the tool loop; their text is the message's
-``reasoning``. A tool loop is one assistant turn with one thinking mode: a loop whose
+``reasoning``. An unsigned thinking block (``"signature": null`` from a proxy, or a stream
+without ``signature_delta``) is read, as the official SDK reads it, and kept, but never
+sent back: the API refuses a thinking block without a valid signature. A tool loop is one assistant turn with one thinking mode: a loop whose
 first answer has no thinking (e.g. it came from another provider through a fallback) is
 continued without thinking, and a new turn thinks again. Stop reasons:
 ``end_turn``/``stop_sequence`` → ``"stop"``, ``max_tokens``
@@ -148,13 +150,25 @@ def _blocks(text: str, parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
     return [b for b in blocks if b["type"] != "text" or b["text"]]
 
 
+def _replayable(block: Any) -> bool:
+    """Whether ``block`` is a thinking block the API takes back: a ``thinking`` block with
+    its signature, or a ``redacted_thinking`` block with its data. An unsigned one (a proxy
+    sent ``"signature": null``, or a stream gave no ``signature_delta``) would be refused
+    ("invalid signature"), so it stays on the message and is never sent."""
+    if not isinstance(block, dict):
+        return False
+    key = {"thinking": "signature", "redacted_thinking": "data"}.get(block.get("type"))
+    return key is not None and isinstance(block.get(key), str) and bool(block[key])
+
+
 def _thinking_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
-    """This provider's thinking blocks of ``message``, with their ``index``."""
+    """This provider's thinking blocks of ``message`` the API takes back, with their
+    ``index`` (``_replayable``)."""
     data = message.provider_data.get(PROVIDER)
     found = data.get("thinking") if isinstance(data, Mapping) else None
     if not isinstance(found, list):
         return []
-    return [b for b in found if isinstance(b, dict) and b.get("type") in _THINKING_TYPES]
+    return [b for b in found if _replayable(b)]
 
 
 def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
@@ -380,13 +394,21 @@ def _provider_data(thinking: list[dict[str, Any]]) -> dict[str, Any]:
     return {PROVIDER: {"thinking": thinking}} if thinking else {}
 
 
+def _signature(block: Mapping[str, Any], where: str) -> str:
+    """A whole answer's thinking signature; ``""`` (unsigned) when it is null or absent,
+    as the official SDK reads it (LiteLLM's proxy sends ``"signature": null``)."""
+    if block.get("signature") is None:
+        return ""
+    return str(_field(block, "signature", str, where, ModelError))
+
+
 def _thinking_of(block: Mapping[str, Any], index: int, where: str) -> dict[str, Any]:
     if block["type"] == "thinking":
         return {
             "index": index,
             "type": "thinking",
             "thinking": clean_text(_field(block, "thinking", str, where, ModelError)),
-            "signature": _field(block, "signature", str, where, ModelError),
+            "signature": _signature(block, where),
         }
     return {
         "index": index,
