@@ -233,6 +233,48 @@ async def test_an_agent_runs_each_parallel_call_sent_at_index_0(
         assert {(d.id, d.index) for d in deltas if d.id} == PLACED
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_calls_with_empty_ids_are_rekeyed_streamed_or_whole(
+    server_for: ServerFor, stream: bool
+) -> None:
+    """Two calls whose id is empty (``""``) are read the same streamed or whole: the
+    answer keeps them without id (no ``ModelStreamError`` for the stream), and the LLM
+    node re-keys both as they enter the state, ``call_0`` and ``call_1``, unique within
+    the turn; each runs and is answered under its id on the next request."""
+    ran: list[str] = []
+
+    @tool
+    async def search(q: str) -> str:
+        """Search."""
+        ran.append(q)
+        return f"found {q}"
+
+    asks = [ToolCall("", "search", '{"q": "a"}'), ToolCall("", "search", '{"q": "b"}')]
+    fragments = calls(
+        ToolCallDelta(0, id="", name="search", arguments='{"q": "a"}'),
+        ToolCallDelta(1, id="", name="search", arguments='{"q": "b"}'),
+    )
+    first = SSEReply(fragments) if stream else HTTPReply.completion(AssistantMessage("", asks))
+    finish = SSEReply.of("done") if stream else HTTPReply.completion("done")
+    server = server_for([first, first, finish])
+    async with model_for(server) as model:
+        if stream:
+            answer = assemble(await stream_all(model, REQUEST))
+        else:
+            answer = await model.call(REQUEST)
+        assert answer.message.tool_calls == tuple(asks)
+        agent = ReactAgent("empty-ids", model, tools=[search])
+        result = await agent.invoke("go", RunnableConfig(metadata={"_stream_": stream}))
+    assert result.text == "done" and sorted(ran) == ["a", "b"]
+    assert [c.id for c in result.messages[1].tool_calls] == ["call_0", "call_1"]
+    answers = server.requests[2]["messages"][-2:]
+    assert [(m["tool_call_id"], m["content"]) for m in answers] == [
+        ("call_0", "found a"),
+        ("call_1", "found b"),
+    ]
+
+
 # --- connections ------------------------------------------------------------------------
 
 
