@@ -318,6 +318,39 @@ async def test_the_request_maps_the_conversation_to_messages(server_for: ServerF
 
 
 @pytest.mark.anyio
+async def test_a_user_message_between_a_call_and_its_results_goes_after_them(
+    server_for: ServerFor,
+) -> None:
+    """A user message sent between a ``tool_use`` and its results (steering, a hook) is
+    joined into the results' user turn after the ``tool_result`` blocks: the API takes a
+    ``tool_use`` only when the next turn starts with its results."""
+    conversation = [
+        UserMessage("weather?"),
+        PARALLEL,
+        UserMessage("and be quick", [PNG]),
+        ToolResponseMessage(
+            [
+                ToolResponse("toolu_1", "weather", "sunny"),
+                ToolResponse("toolu_2", "weather", "rain"),
+            ]
+        ),
+        UserMessage("thanks"),
+    ]
+    server = server_for([anthropic_message_reply("ok")])
+    async with model_for(server) as model:
+        await model.call(ModelRequest(conversation))
+    user, assistant, joined = server.requests[0]["messages"]
+    assert (user["role"], assistant["role"], joined["role"]) == ("user", "assistant", "user")
+    assert [(b["type"], b.get("tool_use_id") or b.get("text")) for b in joined["content"]] == [
+        ("tool_result", "toolu_1"),
+        ("tool_result", "toolu_2"),
+        ("text", "and be quick"),
+        ("image", None),
+        ("text", "thanks"),
+    ]
+
+
+@pytest.mark.anyio
 async def test_prompt_caching_thinking_and_native_output(server_for: ServerFor) -> None:
     """``cache_prompt`` puts ``cache_control`` on the system prompt, the last tool and the
     last block; ``thinking_budget`` turns thinking on; a strict JSON-schema

@@ -8,7 +8,8 @@ Requests: the system prompt (and any ``SystemMessage`` in the conversation) goes
 level; tools as ``input_schema``; an assistant message's tool calls as ``tool_use``
 blocks, and the responses of one batch as ``tool_result`` blocks of one user turn
 (``is_error`` for errors; images and PDF documents inside them); consecutive turns of
-one role are joined. ``ChatOptions.parallel_tool_calls=False`` becomes
+one role are joined, a user turn's ``tool_result`` blocks first (a user message sent
+between a ``tool_use`` and its results goes after them, as the API requires). ``ChatOptions.parallel_tool_calls=False`` becomes
 ``disable_parallel_tool_use``; ``tool_choice`` ``"auto"``/``"required"``/``"none"``/a
 named function becomes Anthropic's; a strict ``response_format`` JSON schema becomes the
 native ``output_config.format``. ``max_tokens`` is required by this API: the model's
@@ -196,9 +197,20 @@ def _tool_result(response: ToolResponse) -> dict[str, Any]:
     return block
 
 
+def _tool_results_first(turn: dict[str, Any]) -> None:
+    """A user turn's ``tool_result`` blocks before its other blocks, each kind in order.
+
+    The API takes a ``tool_use`` only when the next user turn starts with its results; a
+    user message sent between the call and its results (steering, a hook) is joined into
+    that turn, and goes after them."""
+    if turn["role"] == "user":
+        turn["content"].sort(key=lambda block: block.get("type") != "tool_result")
+
+
 def turns(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """The conversation (without system messages) as ``messages``: consecutive turns of
-    one role joined, turns without blocks (an empty answer) left out."""
+    one role joined (a user turn's tool results first), turns without blocks (an empty
+    answer) left out."""
     out: list[dict[str, Any]] = []
     for message in messages:
         match message:
@@ -211,6 +223,8 @@ def turns(messages: Iterable[Message]) -> list[dict[str, Any]]:
             case _:
                 continue
         join_turn(out, role, "content", blocks)
+    for turn in out:
+        _tool_results_first(turn)
     return out
 
 
