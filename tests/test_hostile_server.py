@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import struct
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import attrs
 import httpx
 import pytest
@@ -36,6 +38,7 @@ from reactcore.testing import (
     OpenAICompatibleServer,
     ServerReply,
     SSEReply,
+    chunk_json,
     completion_json,
 )
 from tests.test_openai_model import (
@@ -295,6 +298,92 @@ async def test_a_server_keeping_the_stream_open_after_done_costs_nothing(
     assert response.message.text == "hello"
     assert elapsed < 0.8
     assert await anyio.to_thread.run_sync(reply.client_left.wait, 5)
+
+
+async def _read_request(stream: anyio.abc.SocketStream, buffer: bytes) -> bytes:
+    """Read one HTTP request (head and ``content-length`` body) from ``stream`` after
+    ``buffer``; what was read past it."""
+    while b"\r\n\r\n" not in buffer:
+        buffer += await stream.receive()
+    head, _, rest = buffer.partition(b"\r\n\r\n")
+    length = next(
+        int(value)
+        for name, _, value in (line.partition(b":") for line in head.split(b"\r\n")[1:])
+        if name.strip().lower() == b"content-length"
+    )
+    while len(rest) < length:
+        rest += await stream.receive()
+    return rest[length:]
+
+
+def _http_answer(stream: bool, text: str) -> bytes:
+    """A whole HTTP/1.1 answer (kept alive) carrying ``text`` as a completion or an SSE
+    stream."""
+    if stream:
+        kind = "text/event-stream"
+        body = f"data: {json.dumps(chunk_json(ModelChunk(text=text)))}\n\ndata: [DONE]\n\n"
+    else:
+        kind, body = "application/json", json.dumps(completion_json(text))
+    data = body.encode()
+    head = f"HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {len(data)}\r\n\r\n"
+    return head.encode() + data
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("drop", ["closed", "reset", "cut-mid-body"])
+async def test_a_request_on_a_connection_the_server_dropped_is_sent_again(
+    stream: bool, drop: str
+) -> None:
+    """A raw server answers a first request on a kept-alive connection, then reads the
+    second one on it and drops the connection without a byte of answer — closed
+    (httpx's ``RemoteProtocolError``) or reset (``ReadError``) — as a server does that
+    times an idle connection out just as the pool reuses it. The request is sent again,
+    after the layer's backoff, on a new connection, and answered. Once an answer has
+    begun (the connection cut mid-body), nothing is sent again: the server answered."""
+    connections: list[int] = []
+    requests: list[int] = []
+
+    async def handle(conn: anyio.abc.SocketStream) -> None:
+        connections.append(len(connections))
+        async with conn:
+            rest = await _read_request(conn, b"")
+            requests.append(len(requests))
+            if len(connections) > 1:
+                await conn.send(_http_answer(stream, "again"))
+                return
+            await conn.send(_http_answer(stream, "first"))
+            await _read_request(conn, rest)
+            requests.append(len(requests))
+            if drop == "reset":
+                raw = conn.extra(anyio.abc.SocketAttribute.raw_socket)
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif drop == "cut-mid-body":
+                await conn.send(_http_answer(stream, "cut short")[:-8])
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, handle)
+        model = OpenAIChatModel(
+            "m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", retry_backoff=0.01
+        )
+        async with model:
+            ask = (lambda: stream_all(model, REQUEST)) if stream else (lambda: model.call(REQUEST))
+            first = await ask()
+            if drop == "cut-mid-body":
+                with pytest.raises(ModelError):
+                    await (assemble(await ask()) if stream else ask())
+            else:
+                second = await ask()
+        tg.cancel_scope.cancel()
+    texts = [assemble(first).message.text if stream else first.message.text]
+    if drop == "cut-mid-body":
+        assert (len(connections), len(requests)) == (1, 2)
+        return
+    texts.append(assemble(second).message.text if stream else second.message.text)
+    assert texts == ["first", "again"]
+    assert (len(connections), len(requests)) == (2, 3)
 
 
 # --- bounded parsing --------------------------------------------------------------------
