@@ -237,14 +237,17 @@ async def test_an_agent_runs_each_parallel_call_sent_at_index_0(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("given", ["", None], ids=["empty", "null"])
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 async def test_calls_with_empty_ids_are_rekeyed_streamed_or_whole(
-    server_for: ServerFor, stream: bool
+    server_for: ServerFor, stream: bool, given: str | None
 ) -> None:
-    """Two calls whose id is empty (``""``) are read the same streamed or whole: the
-    answer keeps them without id (no ``ModelStreamError`` for the stream), and the LLM
-    node re-keys both as they enter the state, ``call_0`` and ``call_1``, unique within
-    the turn; each runs and is answered under its id on the next request."""
+    """Two calls whose id is empty (``""``), or null (left out of the stream's
+    fragments), are read the same streamed or whole, as the official SDK reads them: the
+    answer keeps them with an empty id (no ``ModelStreamError`` for the stream, no
+    ``ModelError`` for a null), and the LLM node re-keys both as they enter the state,
+    ``call_0`` and ``call_1``, unique within the turn; each runs and is answered under its
+    id on the next request."""
     ran: list[str] = []
 
     @tool
@@ -255,10 +258,13 @@ async def test_calls_with_empty_ids_are_rekeyed_streamed_or_whole(
 
     asks = [ToolCall("", "search", '{"q": "a"}'), ToolCall("", "search", '{"q": "b"}')]
     fragments = calls(
-        ToolCallDelta(0, id="", name="search", arguments='{"q": "a"}'),
-        ToolCallDelta(1, id="", name="search", arguments='{"q": "b"}'),
+        ToolCallDelta(0, id=given, name="search", arguments='{"q": "a"}'),
+        ToolCallDelta(1, id=given, name="search", arguments='{"q": "b"}'),
     )
-    first = SSEReply(fragments) if stream else HTTPReply.completion(AssistantMessage("", asks))
+    whole = completion_json(AssistantMessage("", asks))
+    for wire in whole["choices"][0]["message"]["tool_calls"]:
+        wire["id"] = given
+    first = SSEReply(fragments) if stream else HTTPReply.from_json(whole)
     finish = SSEReply.of("done") if stream else HTTPReply.completion("done")
     server = server_for([first, first, finish])
     async with model_for(server) as model:

@@ -215,13 +215,28 @@ def _usage(wire: _WireUsage | None) -> Usage | None:
 # --- answers ----------------------------------------------------------------------------
 
 
+def _without_null_ids(message: Any) -> Any:
+    """``message`` with a tool call's null or missing ``id`` read as empty, as the official
+    SDK reads it and as a streamed call without id is: the LLM node re-keys both
+    (``call_<index>``)."""
+    calls = message.get("tool_calls") if type(message) is dict else None
+    if type(calls) is not list or all(
+        type(c) is not dict or c.get("id") is not None for c in calls
+    ):
+        return message
+    fixed = [{**c, "id": ""} if type(c) is dict and c.get("id") is None else c for c in calls]
+    return {**message, "tool_calls": fixed}
+
+
 def parse_completion(payload: Any) -> ModelResponse:
     """A ``ModelResponse`` from a chat-completions JSON answer (its first choice)."""
     wire = decode(lambda p: converter.structure(p, _WireCompletion), payload, ModelError, "$")
     if not wire.choices:
         raise ModelError("malformed answer: no choices")
     choice = wire.choices[0]
-    message = decode(assistant_from_wire, choice.message, ModelError, "$.choices[0].message")
+    message = decode(
+        assistant_from_wire, _without_null_ids(choice.message), ModelError, "$.choices[0].message"
+    )
     message = attrs.evolve(message, finish_reason=choice.finish_reason)
     return ModelResponse(
         message, _usage(wire.usage), raw=payload, finish_reason=choice.finish_reason
