@@ -148,6 +148,21 @@ async def test_streamed_and_whole_answers_give_the_same_message(server_for: Serv
 
 
 @pytest.mark.anyio
+async def test_a_tool_use_with_an_empty_id_is_read_alike_streamed_or_whole(
+    server_for: ServerFor,
+) -> None:
+    """A ``tool_use`` block whose id is ``""`` is read the same streamed (no
+    ``ModelStreamError``) or whole: a call with an empty id, which the LLM node re-keys
+    ``call_<index>``."""
+    asks = AssistantMessage("", [ToolCall("", "weather", '{"city": "Paris"}')])
+    server = server_for([AnthropicSSEReply.of(asks), anthropic_message_reply(asks)])
+    async with model_for(server) as model:
+        from_stream = await streamed(model)
+        whole = await model.call(REQUEST)
+    assert from_stream.message.tool_calls == whole.message.tool_calls == asks.tool_calls
+
+
+@pytest.mark.anyio
 async def test_the_stream_yields_text_reasoning_and_call_fragments(server_for: ServerFor) -> None:
     """Chunks come as the events do: reasoning pieces, text pieces, tool-call fragments
     at the block's index, then the finish reason and usage."""
