@@ -9,10 +9,11 @@ level; tools as ``input_schema``; an assistant message's tool calls as ``tool_us
 blocks, and the responses of one batch as ``tool_result`` blocks of one user turn
 (``is_error`` for errors; images and PDF documents inside them); consecutive turns of
 one role are joined, a user turn's ``tool_result`` blocks first (a user message sent
-between a ``tool_use`` and its results goes after them, as the API requires). ``ChatOptions.parallel_tool_calls=False`` becomes
-``disable_parallel_tool_use``; ``tool_choice`` ``"auto"``/``"required"``/``"none"``/a
-named function becomes Anthropic's; a strict ``response_format`` JSON schema becomes the
-native ``output_config.format``. ``max_tokens`` is required by this API: the model's
+between a ``tool_use`` and its results goes after them, as the API requires).
+``ChatOptions.parallel_tool_calls=False`` becomes ``disable_parallel_tool_use``;
+``tool_choice`` ``"auto"``/``"required"``/``"none"``/a named function becomes
+Anthropic's; a strict ``response_format`` JSON schema becomes the native
+``output_config.format``. ``max_tokens`` is required by this API: the model's
 ``max_tokens`` (``DEFAULT_MAX_TOKENS``) unless the request's options say otherwise.
 
 Answers, whole or streamed (``message_start``, ``content_block_start/delta/stop`` with
@@ -24,13 +25,13 @@ Answers, whole or streamed (``message_start``, ``content_block_start/delta/stop`
 sent back verbatim on later requests of the tool loop; their text is the message's
 ``reasoning``. An unsigned thinking block (``"signature": null`` from a proxy, or a stream
 without ``signature_delta``) is read, as the official SDK reads it, and kept, but never
-sent back: the API refuses a thinking block without a valid signature. A tool loop is one assistant turn with one thinking mode: a loop whose
-first answer has no thinking (e.g. it came from another provider through a fallback) is
-continued without thinking, and a new turn thinks again. Stop reasons:
-``end_turn``/``stop_sequence`` → ``"stop"``, ``max_tokens``
-(and ``model_context_window_exceeded``) → ``"length"``, ``tool_use`` → ``"tool_calls"``,
-``refusal`` → ``"content_filter"``, ``pause_turn`` kept as is. An ``error`` event in the
-stream is a ``ModelStreamError``.
+sent back: the API refuses a thinking block without a valid signature. A tool loop is
+one assistant turn with one thinking mode: a loop whose first answer has no (signed)
+thinking (e.g. it came from another provider through a fallback) is continued without
+thinking, and a new turn thinks again. Stop reasons: ``end_turn``/``stop_sequence`` →
+``"stop"``, ``max_tokens`` (and ``model_context_window_exceeded``) → ``"length"``,
+``tool_use`` → ``"tool_calls"``, ``refusal`` → ``"content_filter"``, ``pause_turn`` kept
+as is. An ``error`` event in the stream is a ``ModelStreamError``.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ DEFAULT_MAX_TOKENS = 4096
 _DEFAULT_BASE_URL = "https://api.anthropic.com"
 _EPHEMERAL = {"type": "ephemeral"}
 _THINKING_TYPES = ("thinking", "redacted_thinking")
+_REPLAY_KEYS = {"thinking": "signature", "redacted_thinking": "data"}
+"""What a thinking block must carry (non-empty) to be sent back."""
 _STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -158,7 +161,7 @@ def _replayable(block: Any) -> bool:
     ("invalid signature"), so it stays on the message and is never sent."""
     if not isinstance(block, dict):
         return False
-    key = {"thinking": "signature", "redacted_thinking": "data"}.get(block.get("type"))
+    key = _REPLAY_KEYS.get(str(block.get("type")))
     return key is not None and isinstance(block.get(key), str) and bool(block[key])
 
 
