@@ -206,6 +206,36 @@ async def test_max_tokens_goes_in_the_field_the_server_knows(
 
 
 @pytest.mark.anyio
+async def test_a_user_message_between_calls_and_their_results_goes_after_them(
+    server_for: ServerFor,
+) -> None:
+    """A user message sent between an assistant's calls and their results (steering, a
+    hook) goes after the ``tool`` messages, which must follow the calls; with a result
+    missing (a hand-built history), it still goes, in order, before the next answer."""
+    calls = AssistantMessage("", [ToolCall("c1", "add", "{}"), ToolCall("c2", "now", "{}")])
+    results = ToolResponseMessage([ToolResponse("c1", "add", "2"), ToolResponse("c2", "now", "9")])
+    answered = [UserMessage("go"), calls, UserMessage("hey"), results, UserMessage("thanks")]
+    unanswered = [UserMessage("go"), calls, UserMessage("hey"), AssistantMessage("ok")]
+    server = server_for([HTTPReply.completion("a"), HTTPReply.completion("b")])
+    async with model_for(server) as model:
+        await model.call(ModelRequest(answered))
+        await model.call(ModelRequest(unanswered))
+    sent = [
+        [(m["role"], m.get("tool_call_id") or m.get("content")) for m in body["messages"]]
+        for body in server.requests
+    ]
+    assert sent[0] == [
+        ("user", "go"),
+        ("assistant", None),
+        ("tool", "c1"),
+        ("tool", "c2"),
+        ("user", "hey"),
+        ("user", "thanks"),
+    ]
+    assert sent[1] == [("user", "go"), ("assistant", None), ("user", "hey"), ("assistant", "ok")]
+
+
+@pytest.mark.anyio
 async def test_call_leaves_out_unset_options_and_empty_tools(server_for: ServerFor) -> None:
     """Without tools or options, the body has only the client's model and the messages."""
     server = server_for([HTTPReply.completion("hello")])

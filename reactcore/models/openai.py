@@ -158,7 +158,8 @@ def request_body(
 ) -> dict[str, Any]:
     """The JSON body of a chat-completions request for ``request``.
 
-    The system message goes first; tools are the visible ones (the key is left out when
+    The system message goes first; the results of an assistant's calls right after it
+    (``_results_after_calls``); tools are the visible ones (the key is left out when
     there are none); options are sent only when set, ``max_tokens`` under
     ``max_tokens_field``; ``extra_body`` is merged in last. ``tool_media`` says how
     tools' images and files are sent (see ``messages_to_wire``); with
@@ -166,8 +167,10 @@ def request_body(
     """
     options = request.options
     system = [request.system_message] if request.system_message is not None else []
-    messages = messages_to_wire(
-        [*system, *request.messages], tool_media=tool_media, reasoning=send_reasoning
+    messages = _results_after_calls(
+        messages_to_wire(
+            [*system, *request.messages], tool_media=tool_media, reasoning=send_reasoning
+        )
     )
     body: dict[str, Any] = {"model": options.model or model, "messages": messages}
     tools = [_tool_to_wire(spec) for spec in request.visible_tool_specs()]
@@ -186,6 +189,33 @@ def request_body(
         body["stream_options"] = {"include_usage": True}
     body.update(converter.unstructure(dict(options.extra_body)))
     return body
+
+
+def _results_after_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with the ``tool`` messages answering an assistant's calls right after
+    it: a message sent between the calls and their results (a user's steering, a hook's)
+    goes after the results, as the API requires ("an assistant message with 'tool_calls'
+    must be followed by tool messages responding to each 'tool_call_id'"). A message held
+    so goes out at the next assistant message, or at the end, when results are missing."""
+    out: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
+    pending: set[Any] = set()
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            out += held
+            held = []
+            pending = {c.get("id") for c in message.get("tool_calls") or ()}
+            out.append(message)
+        elif role == "tool":
+            out.append(message)
+            pending.discard(message.get("tool_call_id"))
+            if not pending:
+                out += held
+                held = []
+        else:
+            (held if pending else out).append(message)
+    return out + held
 
 
 def max_tokens_field_for(base_url: str) -> MaxTokensField:
