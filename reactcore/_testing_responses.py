@@ -77,7 +77,7 @@ def output_items(message: AssistantMessage | str) -> list[dict[str, Any]]:
     message = _as_message(message)
     status = "incomplete" if message.finish_reason in _INCOMPLETE else "completed"
     out: list[dict[str, Any]] = []
-    for at, item in enumerate(_reasoning_items(message) + assistant_items(message)):
+    for at, item in enumerate(_reasoning_items(message) + assistant_items(message, stored=True)):
         kind = item["type"]
         if kind == "reasoning":
             reasoning = {"id": f"rs_test_{at}", **item}

@@ -32,10 +32,12 @@ from reactcore.models import ToolSpec, Usage
 from reactcore.models.anthropic import request_body
 from reactcore.testing import (
     AnthropicSSEReply,
+    HTTPReply,
     OpenAICompatibleServer,
     Script,
     anthropic_error_reply,
     anthropic_events,
+    anthropic_message_json,
     anthropic_message_reply,
     serve_anthropic,
 )
@@ -146,6 +148,21 @@ async def test_streamed_and_whole_answers_give_the_same_message(server_for: Serv
 
 
 @pytest.mark.anyio
+async def test_a_tool_use_with_an_empty_id_is_read_alike_streamed_or_whole(
+    server_for: ServerFor,
+) -> None:
+    """A ``tool_use`` block whose id is ``""`` is read the same streamed (no
+    ``ModelStreamError``) or whole: a call with an empty id, which the LLM node re-keys
+    ``call_<index>``."""
+    asks = AssistantMessage("", [ToolCall("", "weather", '{"city": "Paris"}')])
+    server = server_for([AnthropicSSEReply.of(asks), anthropic_message_reply(asks)])
+    async with model_for(server) as model:
+        from_stream = await streamed(model)
+        whole = await model.call(REQUEST)
+    assert from_stream.message.tool_calls == whole.message.tool_calls == asks.tool_calls
+
+
+@pytest.mark.anyio
 async def test_the_stream_yields_text_reasoning_and_call_fragments(server_for: ServerFor) -> None:
     """Chunks come as the events do: reasoning pieces, text pieces, tool-call fragments
     at the block's index, then the finish reason and usage."""
@@ -195,6 +212,55 @@ async def test_tool_calls_cut_at_max_tokens_are_never_run(server_for: ServerFor)
             await streamed(model)
         with pytest.raises(ModelTruncatedError):
             await model.call(REQUEST)
+
+
+def _unsigned_thinking_first(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` with a thinking block streamed first that never gets a signature."""
+    shifted = [{**e, "index": e["index"] + 1} if "index" in e else e for e in events]
+    start = {"type": "thinking", "thinking": "", "signature": ""}
+    thinking: list[dict[str, Any]] = [
+        {"type": "content_block_start", "index": 0, "content_block": start},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "Hm."},
+        },
+        {"type": "content_block_stop", "index": 0},
+    ]
+    return [*shifted[:2], *thinking, *shifted[2:]]
+
+
+@pytest.mark.anyio
+async def test_an_unsigned_thinking_block_is_read_and_never_sent_back(
+    server_for: ServerFor,
+) -> None:
+    """A whole answer whose thinking block has ``"signature": null`` (LiteLLM's proxy sends
+    it; the official SDK reads it) and a stream whose thinking block gets no
+    ``signature_delta`` are read alike: the thinking is the reasoning and stays in the
+    provider data, unsigned. The next request of the loop sends no unsigned block back
+    (the API refuses one) and so, its first answer having no signed thinking, goes
+    without ``thinking``."""
+    asks = AssistantMessage("", [ToolCall("toolu_1", "weather", '{"city": "Paris"}')])
+    whole = anthropic_message_json(asks)
+    whole["content"].insert(0, {"type": "thinking", "thinking": "Hm.", "signature": None})
+    events = _unsigned_thinking_first(anthropic_events(asks))
+    server = server_for([HTTPReply.from_json(whole), HTTPReply.from_json(whole)])
+    stream_server = server_for([AnthropicSSEReply(events)])
+    anthropic = pytest.importorskip("anthropic")
+    client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key=KEY, max_retries=0)
+    ask = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+    by_sdk = await client.messages.create(**ask)  # type: ignore[call-overload]
+    await client.close()
+    assert (by_sdk.content[0].thinking, by_sdk.content[0].signature) == ("Hm.", None)
+    async with model_for(server) as model, model_for(stream_server) as streaming:
+        answers = [(await model.call(REQUEST)).message, (await streamed(streaming)).message]
+    unsigned = [{"index": 0, "type": "thinking", "thinking": "Hm.", "signature": ""}]
+    for answer in answers:
+        assert answer.reasoning == "Hm." and answer.tool_calls == asks.tool_calls
+        assert answer.provider_data == {"anthropic": {"thinking": unsigned}}
+        body = _thinking_body(UserMessage("go"), answer, _result("toolu_1"))
+        assert _kinds(body) == [["text"], ["tool_use"], ["tool_result"]]
+        assert "thinking" not in body
 
 
 # --- requests ---------------------------------------------------------------------------
@@ -264,6 +330,39 @@ async def test_the_request_maps_the_conversation_to_messages(server_for: ServerF
         "content": [{"type": "text", "text": "no such city"}],
         "is_error": True,
     }
+
+
+@pytest.mark.anyio
+async def test_a_user_message_between_a_call_and_its_results_goes_after_them(
+    server_for: ServerFor,
+) -> None:
+    """A user message sent between a ``tool_use`` and its results (steering, a hook) is
+    joined into the results' user turn after the ``tool_result`` blocks: the API takes a
+    ``tool_use`` only when the next turn starts with its results."""
+    conversation = [
+        UserMessage("weather?"),
+        PARALLEL,
+        UserMessage("and be quick", [PNG]),
+        ToolResponseMessage(
+            [
+                ToolResponse("toolu_1", "weather", "sunny"),
+                ToolResponse("toolu_2", "weather", "rain"),
+            ]
+        ),
+        UserMessage("thanks"),
+    ]
+    server = server_for([anthropic_message_reply("ok")])
+    async with model_for(server) as model:
+        await model.call(ModelRequest(conversation))
+    user, assistant, joined = server.requests[0]["messages"]
+    assert (user["role"], assistant["role"], joined["role"]) == ("user", "assistant", "user")
+    assert [(b["type"], b.get("tool_use_id") or b.get("text")) for b in joined["content"]] == [
+        ("tool_result", "toolu_1"),
+        ("tool_result", "toolu_2"),
+        ("text", "and be quick"),
+        ("image", None),
+        ("text", "thanks"),
+    ]
 
 
 @pytest.mark.anyio

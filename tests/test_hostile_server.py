@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import struct
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import attrs
 import httpx
 import pytest
@@ -36,6 +38,7 @@ from reactcore.testing import (
     OpenAICompatibleServer,
     ServerReply,
     SSEReply,
+    chunk_json,
     completion_json,
 )
 from tests.test_openai_model import (
@@ -233,6 +236,54 @@ async def test_an_agent_runs_each_parallel_call_sent_at_index_0(
         assert {(d.id, d.index) for d in deltas if d.id} == PLACED
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("given", ["", None], ids=["empty", "null"])
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_calls_with_empty_ids_are_rekeyed_streamed_or_whole(
+    server_for: ServerFor, stream: bool, given: str | None
+) -> None:
+    """Two calls whose id is empty (``""``), or null (left out of the stream's
+    fragments), are read the same streamed or whole, as the official SDK reads them: the
+    answer keeps them with an empty id (no ``ModelStreamError`` for the stream, no
+    ``ModelError`` for a null), and the LLM node re-keys both as they enter the state,
+    ``call_0`` and ``call_1``, unique within the turn; each runs and is answered under its
+    id on the next request."""
+    ran: list[str] = []
+
+    @tool
+    async def search(q: str) -> str:
+        """Search."""
+        ran.append(q)
+        return f"found {q}"
+
+    asks = [ToolCall("", "search", '{"q": "a"}'), ToolCall("", "search", '{"q": "b"}')]
+    fragments = calls(
+        ToolCallDelta(0, id=given, name="search", arguments='{"q": "a"}'),
+        ToolCallDelta(1, id=given, name="search", arguments='{"q": "b"}'),
+    )
+    whole = completion_json(AssistantMessage("", asks))
+    for wire in whole["choices"][0]["message"]["tool_calls"]:
+        wire["id"] = given
+    first = SSEReply(fragments) if stream else HTTPReply.from_json(whole)
+    finish = SSEReply.of("done") if stream else HTTPReply.completion("done")
+    server = server_for([first, first, finish])
+    async with model_for(server) as model:
+        if stream:
+            answer = assemble(await stream_all(model, REQUEST))
+        else:
+            answer = await model.call(REQUEST)
+        assert answer.message.tool_calls == tuple(asks)
+        agent = ReactAgent("empty-ids", model, tools=[search])
+        result = await agent.invoke("go", RunnableConfig(metadata={"_stream_": stream}))
+    assert result.text == "done" and sorted(ran) == ["a", "b"]
+    assert [c.id for c in result.messages[1].tool_calls] == ["call_0", "call_1"]
+    answers = server.requests[2]["messages"][-2:]
+    assert [(m["tool_call_id"], m["content"]) for m in answers] == [
+        ("call_0", "found a"),
+        ("call_1", "found b"),
+    ]
+
+
 # --- connections ------------------------------------------------------------------------
 
 
@@ -253,6 +304,92 @@ async def test_a_server_keeping_the_stream_open_after_done_costs_nothing(
     assert response.message.text == "hello"
     assert elapsed < 0.8
     assert await anyio.to_thread.run_sync(reply.client_left.wait, 5)
+
+
+async def _read_request(stream: anyio.abc.SocketStream, buffer: bytes) -> bytes:
+    """Read one HTTP request (head and ``content-length`` body) from ``stream`` after
+    ``buffer``; what was read past it."""
+    while b"\r\n\r\n" not in buffer:
+        buffer += await stream.receive()
+    head, _, rest = buffer.partition(b"\r\n\r\n")
+    length = next(
+        int(value)
+        for name, _, value in (line.partition(b":") for line in head.split(b"\r\n")[1:])
+        if name.strip().lower() == b"content-length"
+    )
+    while len(rest) < length:
+        rest += await stream.receive()
+    return rest[length:]
+
+
+def _http_answer(stream: bool, text: str) -> bytes:
+    """A whole HTTP/1.1 answer (kept alive) carrying ``text`` as a completion or an SSE
+    stream."""
+    if stream:
+        kind = "text/event-stream"
+        body = f"data: {json.dumps(chunk_json(ModelChunk(text=text)))}\n\ndata: [DONE]\n\n"
+    else:
+        kind, body = "application/json", json.dumps(completion_json(text))
+    data = body.encode()
+    head = f"HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {len(data)}\r\n\r\n"
+    return head.encode() + data
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("drop", ["closed", "reset", "cut-mid-body"])
+async def test_a_request_on_a_connection_the_server_dropped_is_sent_again(
+    stream: bool, drop: str
+) -> None:
+    """A raw server answers a first request on a kept-alive connection, then reads the
+    second one on it and drops the connection without a byte of answer — closed
+    (httpx's ``RemoteProtocolError``) or reset (``ReadError``) — as a server does that
+    times an idle connection out just as the pool reuses it. The request is sent again,
+    after the layer's backoff, on a new connection, and answered. Once an answer has
+    begun (the connection cut mid-body), nothing is sent again: the server answered."""
+    connections: list[int] = []
+    requests: list[int] = []
+
+    async def handle(conn: anyio.abc.SocketStream) -> None:
+        connections.append(len(connections))
+        async with conn:
+            rest = await _read_request(conn, b"")
+            requests.append(len(requests))
+            if len(connections) > 1:
+                await conn.send(_http_answer(stream, "again"))
+                return
+            await conn.send(_http_answer(stream, "first"))
+            await _read_request(conn, rest)
+            requests.append(len(requests))
+            if drop == "reset":
+                raw = conn.extra(anyio.abc.SocketAttribute.raw_socket)
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif drop == "cut-mid-body":
+                await conn.send(_http_answer(stream, "cut short")[:-8])
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, handle)
+        model = OpenAIChatModel(
+            "m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", retry_backoff=0.01
+        )
+        async with model:
+            ask = (lambda: stream_all(model, REQUEST)) if stream else (lambda: model.call(REQUEST))
+            first = await ask()
+            if drop == "cut-mid-body":
+                with pytest.raises(ModelError):
+                    await (assemble(await ask()) if stream else ask())
+            else:
+                second = await ask()
+        tg.cancel_scope.cancel()
+    texts = [assemble(first).message.text if stream else first.message.text]
+    if drop == "cut-mid-body":
+        assert (len(connections), len(requests)) == (1, 2)
+        return
+    texts.append(assemble(second).message.text if stream else second.message.text)
+    assert texts == ["first", "again"]
+    assert (len(connections), len(requests)) == (2, 3)
 
 
 # --- bounded parsing --------------------------------------------------------------------

@@ -50,6 +50,7 @@ from reactcore.testing import (
     OpenAICompatibleServer,
     Script,
     SSEReply,
+    completion_json,
     serve_openai_compatible,
 )
 
@@ -167,6 +168,71 @@ async def test_call_sends_the_conversation_tools_and_options(server_for: ServerF
         }
     ]
     assert server.request_headers[0]["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("base_url", "field", "sent"),
+    [
+        ("https://api.openai.com/v1", None, "max_completion_tokens"),
+        ("http://localhost:11434/v1", None, "max_tokens"),
+        ("https://api.openai.com/v1", "max_tokens", "max_tokens"),
+        ("http://vllm.internal:8000/v1", "max_completion_tokens", "max_completion_tokens"),
+    ],
+    ids=["openai", "compatible", "openai-forced-old", "compatible-forced-new"],
+)
+async def test_max_tokens_goes_in_the_field_the_server_knows(
+    base_url: str, field: Literal["max_completion_tokens", "max_tokens"] | None, sent: str
+) -> None:
+    """``ChatOptions.max_tokens`` goes to the OpenAI API as ``max_completion_tokens`` (its
+    o-series and GPT-5 refuse ``max_tokens``), to other servers as ``max_tokens`` (what
+    every compatible server knows), or in the field ``max_tokens_field`` names; never in
+    both. (The requests go to an in-process transport: nothing leaves the machine.)"""
+    bodies: list[dict[str, Any]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json=completion_json("ok"))
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        model = OpenAIChatModel(
+            "o3", base_url=base_url, api_key=KEY, http_client=client, max_tokens_field=field
+        )
+        await model.call(ModelRequest([UserMessage("hi")], options=ChatOptions(max_tokens=50)))
+    assert bodies[0][sent] == 50
+    assert {"max_tokens", "max_completion_tokens"} & bodies[0].keys() == {sent}
+    with pytest.raises(ValueError, match="max_tokens_field"):
+        OpenAIChatModel("o3", max_tokens_field="max_output_tokens")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_a_user_message_between_calls_and_their_results_goes_after_them(
+    server_for: ServerFor,
+) -> None:
+    """A user message sent between an assistant's calls and their results (steering, a
+    hook) goes after the ``tool`` messages, which must follow the calls; with a result
+    missing (a hand-built history), it still goes, in order, before the next answer."""
+    calls = AssistantMessage("", [ToolCall("c1", "add", "{}"), ToolCall("c2", "now", "{}")])
+    results = ToolResponseMessage([ToolResponse("c1", "add", "2"), ToolResponse("c2", "now", "9")])
+    answered = [UserMessage("go"), calls, UserMessage("hey"), results, UserMessage("thanks")]
+    unanswered = [UserMessage("go"), calls, UserMessage("hey"), AssistantMessage("ok")]
+    server = server_for([HTTPReply.completion("a"), HTTPReply.completion("b")])
+    async with model_for(server) as model:
+        await model.call(ModelRequest(answered))
+        await model.call(ModelRequest(unanswered))
+    sent = [
+        [(m["role"], m.get("tool_call_id") or m.get("content")) for m in body["messages"]]
+        for body in server.requests
+    ]
+    assert sent[0] == [
+        ("user", "go"),
+        ("assistant", None),
+        ("tool", "c1"),
+        ("tool", "c2"),
+        ("user", "hey"),
+        ("user", "thanks"),
+    ]
+    assert sent[1] == [("user", "go"), ("assistant", None), ("user", "hey"), ("assistant", "ok")]
 
 
 @pytest.mark.anyio

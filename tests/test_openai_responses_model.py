@@ -101,6 +101,44 @@ async def test_the_stream_yields_reasoning_text_and_call_fragments(server_for: S
     assert received[-1].finish_reason == "tool_calls" and received[-1].usage == USAGE
 
 
+@pytest.mark.parametrize("left_out", ["deltas", "every-summary-event"])
+async def test_summary_events_without_summary_index_are_read(
+    server_for: ServerFor, left_out: str
+) -> None:
+    """Summary deltas without ``summary_index`` (LiteLLM's proxy sends them; the official
+    SDK reads them) belong to the item's last announced summary part, or its first: the
+    reasoning comes out whole, each part once, parts apart, as with the index."""
+    two_parts = {
+        **REASONING,
+        "summary": [*REASONING["summary"], {"type": "summary_text", "text": "Go."}],
+    }
+    message = attrs.evolve(
+        PARALLEL,
+        reasoning="Two cities: two calls.\n\nGo.",
+        provider_data={
+            "openai-responses": {"output": [two_parts, *OUTPUT[1:]], "response_id": "resp_test"}
+        },
+    )
+    stripped = "response.reasoning_summary_text.delta"
+    events = [
+        {k: v for k, v in e.items() if k != "summary_index"}
+        if e["type"] == stripped or (left_out != "deltas" and "summary_index" in e)
+        else e
+        for e in responses_events(message, chunk_size=3)
+    ]
+    assert sum(1 for e in events if e["type"] == stripped and "summary_index" not in e) > 2
+    sdk_types = pytest.importorskip("openai.types.responses")
+    sdk_models = pytest.importorskip("openai._models")
+    first = next(e for e in events if e["type"] == stripped)
+    read = sdk_models.construct_type(type_=sdk_types.ResponseStreamEvent, value=first)
+    assert isinstance(read, sdk_types.ResponseReasoningSummaryTextDeltaEvent)
+    assert (read.delta, read.summary_index) == (first["delta"], None)
+    server = server_for([ResponsesSSEReply(events)])
+    async with model_for(server) as model:
+        response = await streamed(model)
+    assert response.message == message
+
+
 async def test_parallel_calls_interleaved_by_output_index_stay_apart(server_for: ServerFor) -> None:
     """Two calls whose argument deltas interleave are joined by output index, each
     whole; the answer lists them in output order."""

@@ -28,6 +28,7 @@ from tests.responses_support import (
     ENCRYPTED,
     KEY,
     OPEN_SCHEMA,
+    OUTPUT,
     PARALLEL,
     PNG,
     REASONING,
@@ -224,6 +225,51 @@ async def test_encrypted_reasoning_goes_back_verbatim_on_the_next_request(
     ]
     assert items[1] == REASONING
     assert [i.get("id") for i in items[2:5]] == ["msg_1", "fc_1", "fc_2"]
+
+
+async def test_reasoning_without_encrypted_content_is_not_sent_back_unstored(
+    server_for: ServerFor,
+) -> None:
+    """With ``encrypted_reasoning=False`` (``store: false``, no ``include``) the answer's
+    reasoning item comes without encrypted content: the API could not look its id up, so
+    the next request leaves it out, and the item ids of the answer's text and calls
+    (which the API would pair with it), keeping the text and calls; the reasoning stays
+    on the message. With ``store: true`` the item goes back by its id."""
+    plain = {k: v for k, v in REASONING.items() if k != "encrypted_content"}
+    data = {"output": [plain, *OUTPUT[1:]], "response_id": "resp_test"}
+    message = attrs.evolve(PARALLEL, provider_data={"openai-responses": data})
+    server = server_for([ResponsesSSEReply.of(message), responses_reply("Sunny.")])
+    results = ToolResponseMessage(
+        [ToolResponse("call_1", "weather", "sunny"), ToolResponse("call_2", "weather", "rain")]
+    )
+    async with model_for(server, encrypted_reasoning=False) as model:
+        answer = (await streamed(model)).message
+        assert answer == message
+        await model.call(ModelRequest([UserMessage("weather?"), answer, results]))
+    first, second = server.requests
+    assert first["store"] is False and "include" not in first
+    items = second["input"]
+    assert [(i["type"], i.get("id")) for i in items] == [
+        ("message", None),
+        ("message", None),
+        ("function_call", None),
+        ("function_call", None),
+        ("function_call_output", None),
+        ("function_call_output", None),
+    ]
+    assert items[1] == {"type": "message", "role": "assistant", "content": "Checking both."}
+    assert [i["call_id"] for i in items[2:]] == ["call_1", "call_2"] * 2
+    unanswered = attrs.evolve(
+        answer, provider_data={"openai-responses": {"output": data["output"]}}
+    )
+    stored = request_body(
+        ModelRequest([UserMessage("weather?"), unanswered, results]),
+        "gpt-5",
+        stream=False,
+        use_previous_response_id=True,
+    )
+    assert stored["input"][1] == plain
+    assert [i.get("id") for i in stored["input"][2:5]] == ["msg_1", "fc_1", "fc_2"]
 
 
 def test_a_conversation_from_another_provider_sends_none_of_its_data() -> None:

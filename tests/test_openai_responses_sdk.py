@@ -21,7 +21,7 @@ from reactcore.testing import (
     responses_reply,
     serve_openai_responses,
 )
-from tests.responses_support import ENCRYPTED, KEY, PARALLEL, USAGE, rich_request
+from tests.responses_support import ENCRYPTED, KEY, PARALLEL, REASONING, USAGE, rich_request
 
 openai = pytest.importorskip("openai")
 from openai.types.responses import (  # noqa: E402
@@ -205,6 +205,25 @@ def test_a_call_made_by_hand_is_sent_without_an_item_id() -> None:
     assert body["input"] == [
         {"type": "message", "role": "assistant", "content": "hm"},
         {"type": "function_call", "call_id": "toolu_1", "name": "weather", "arguments": "{}"},
+    ]
+    adapter = pydantic.TypeAdapter(list[ResponseCreateParamsNonStreaming], config=FORBID)
+    forced(adapter.validate_python([body]))
+
+
+def test_an_answer_without_encrypted_reasoning_goes_back_as_the_sdk_takes_it() -> None:
+    """Unstored (``store: false``), an answer whose reasoning item has no encrypted content
+    goes back without it and without item ids: a plain assistant message and id-less
+    ``function_call`` items, which the SDK's request types accept (extra forbidden)."""
+    plain = {k: v for k, v in REASONING.items() if k != "encrypted_content"}
+    output = [plain, *PARALLEL.provider_data["openai-responses"]["output"][1:]]
+    message = AssistantMessage(
+        PARALLEL.text, PARALLEL.tool_calls, provider_data={"openai-responses": {"output": output}}
+    )
+    body = request_body(ModelRequest([message]), "gpt-5", stream=False, encrypted_reasoning=False)
+    assert [(i["type"], "id" in i) for i in body["input"]] == [
+        ("message", False),
+        ("function_call", False),
+        ("function_call", False),
     ]
     adapter = pydantic.TypeAdapter(list[ResponseCreateParamsNonStreaming], config=FORBID)
     forced(adapter.validate_python([body]))

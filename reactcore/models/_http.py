@@ -6,8 +6,10 @@ or opens a server-sent-event stream (``Endpoint.stream``) whose events a provide
 the HTTP response is closed however the block ends, cancellation included (shielded).
 
 Retries: a request is sent again, up to ``max_retries`` times, when it could not connect,
-timed out, or got 408, 409, 429 or a 5xx (Anthropic's 529 ``overloaded`` among them) —
-for a stream only before any of the answer is read. The pause doubles from
+timed out, lost its connection before any response came (a pooled connection the server
+had closed or reset: ``RemoteProtocolError``, ``ReadError``, ``WriteError``), or got 408,
+409, 429 or a 5xx (Anthropic's 529 ``overloaded`` among them) — for a stream only before
+any of the answer is read. The pause doubles from
 ``retry_backoff`` (with jitter, at most 8 s). When the server says how long to wait
 (``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date; else what the
 provider's ``retry_hint`` reads in the error body, as Gemini's ``RetryInfo.retryDelay``)
@@ -95,8 +97,16 @@ def body_bytes(body: Mapping[str, Any]) -> bytes:
 # --- retry decisions --------------------------------------------------------------------
 
 
-def _retryable_error(exc: httpx.RequestError) -> bool:
-    return isinstance(exc, httpx.ConnectError | httpx.TimeoutException)
+def _retryable_error(exc: httpx.RequestError, *, answered: bool) -> bool:
+    """Whether a request that failed with ``exc`` is sent again: it could not connect or
+    timed out; or, before any of a response came (``answered`` false), the connection
+    broke under it — the server closed or reset it (``RemoteProtocolError`` "Server
+    disconnected without sending a response", ``ReadError``, ``WriteError``), as it does
+    to a kept-alive connection it drops just as the pool reuses it. Once a response has
+    begun, a broken connection is not retried: the server answered."""
+    if isinstance(exc, httpx.ConnectError | httpx.TimeoutException):
+        return True
+    return not answered and isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError)
 
 
 def _retryable_status(status: int) -> bool:
@@ -583,14 +593,16 @@ class Endpoint:
         Each retry is reported to the run's retry listener in ``context`` first."""
         attempt = 0
         while True:
+            answered = False
             try:
                 response = await self.client.send(self._build_request(body, stream), stream=True)
+                answered = True
                 if response.is_success:
                     return await read(response)
                 error = await self.status_error(response)
             except httpx.RequestError as exc:
                 failure = transport_error(exc, streaming=False)
-                if attempt >= self.max_retries or not _retryable_error(exc):
+                if attempt >= self.max_retries or not _retryable_error(exc, answered=answered):
                     break
                 delay = self._backoff(attempt)
                 reason = type(exc).__name__

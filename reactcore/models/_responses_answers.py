@@ -9,7 +9,9 @@ with their ``…done`` and the ``content_part`` / ``reasoning_summary_part`` eve
 them) and ``response.output_item.done``, and last ``response.completed``,
 ``response.incomplete`` or ``response.failed``. A stream that ends before one of those
 three is cut (``ModelStreamError``, the shared layer's), as is one with an ``error``
-event or ending in ``response.failed`` (the server's message, its key redacted).
+event or ending in ``response.failed`` (the server's message, its key redacted). A delta
+or ``…done`` event without its ``summary_index`` / ``content_index`` (LiteLLM's proxy
+leaves it out; the official SDK reads it) belongs to its item's last announced part.
 
 What an answer becomes, whole or streamed alike: the text of its ``output_text`` (and
 ``refusal``) parts; its ``function_call`` items as tool calls, in output order (streamed
@@ -237,6 +239,7 @@ class Events:
     response_id: str | None = None
     output: dict[int, dict[str, Any]] = attrs.field(factory=dict)
     seen: dict[tuple[str, int, int], int] = attrs.field(factory=dict)
+    parts: dict[tuple[str, int], int] = attrs.field(factory=dict)
     summaries: int = 0
     calls: bool = False
     refused: bool = False
@@ -261,10 +264,21 @@ class Events:
         """The ``delta`` of ``event`` and its item's output index; counted against the
         item's part."""
         piece = _text(event, "delta", "$", ModelStreamError)
-        index = _index(event, "output_index", "$", ModelStreamError)
-        key = (what, index, 0 if part is None else _index(event, part, "$", ModelStreamError))
+        index = self._output_index(event)
+        key = (what, index, 0 if part is None else self._part(event, what, part, index))
         self.seen[key] = self.seen.get(key, 0) + len(piece)
         return piece, index
+
+    def _part(self, event: Mapping[str, Any], what: str, key: str, index: int) -> int:
+        """The part (``summary_index``, ``content_index``) of item ``index`` that
+        ``event`` is about. Some servers leave it out (LiteLLM's proxy, on summary
+        deltas), which the official SDK reads: then it is the item's last part announced
+        (``…part.added``), else the first."""
+        if event.get(key) is None:
+            return self.parts.get((what, index), 0)
+        part = _index(event, key, "$", ModelStreamError)
+        self.parts[(what, index)] = part
+        return part
 
     def _rest(self, key: tuple[str, int, int], whole: Any) -> str:
         """What of ``whole`` (a part's final text) the deltas have not sent."""
@@ -285,8 +299,12 @@ class Events:
         if kind == "response.output_item.done":
             return self._item_done(event)
         if kind == "response.reasoning_summary_part.added":
+            self._part(event, "summary", "summary_index", self._output_index(event))
             self.summaries += 1
             return ModelChunk(reasoning=_SUMMARY_BREAK) if self.summaries > 1 else _NOTHING
+        if kind == "response.content_part.added":
+            self._part(event, "text", "content_index", self._output_index(event))
+            return _NOTHING
         if kind in (
             "response.output_text.done",
             "response.refusal.done",
@@ -304,11 +322,14 @@ class Events:
             raise ModelStreamError(f"the server sent an error in the stream: {said}"[:_ERROR_CHARS])
         return _NOTHING  # content_part, annotations, hosted tools' events, and later ones
 
+    def _output_index(self, event: Mapping[str, Any]) -> int:
+        return _index(event, "output_index", "$", ModelStreamError)
+
     def _added(self, event: Mapping[str, Any]) -> ModelChunk:
         item = _object(event.get("item"), "$.item", ModelStreamError)
         if item.get("type") != "function_call":
             return _NOTHING
-        index = _index(event, "output_index", "$", ModelStreamError)
+        index = self._output_index(event)
         self.calls = True
         arguments = self._rest(("call", index, 0), item.get("arguments"))
         delta = ToolCallDelta(
@@ -320,22 +341,22 @@ class Events:
         return ModelChunk(tool_calls=[delta])
 
     def _part_done(self, kind: str, event: Mapping[str, Any]) -> ModelChunk:
-        index = _index(event, "output_index", "$", ModelStreamError)
+        index = self._output_index(event)
         if kind == "response.function_call_arguments.done":
             rest = self._rest(("call", index, 0), event.get("arguments"))
             calls = [ToolCallDelta(index, arguments=clean_text(rest))]
             return ModelChunk(tool_calls=calls) if rest else _NOTHING
         if kind == "response.reasoning_summary_text.done":
-            part = _index(event, "summary_index", "$", ModelStreamError)
+            part = self._part(event, "summary", "summary_index", index)
             rest = self._rest(("summary", index, part), event.get("text"))
             return ModelChunk(reasoning=clean_text(rest)) if rest else _NOTHING
-        part = _index(event, "content_index", "$", ModelStreamError)
+        part = self._part(event, "text", "content_index", index)
         whole = event.get("text" if kind == "response.output_text.done" else "refusal")
         rest = self._rest(("text", index, part), whole)
         return ModelChunk(text=clean_text(rest)) if rest else _NOTHING
 
     def _item_done(self, event: Mapping[str, Any]) -> ModelChunk:
-        index = _index(event, "output_index", "$", ModelStreamError)
+        index = self._output_index(event)
         item = _object(event.get("item"), "$.item", ModelStreamError)
         entry = record(item, "$.item", ModelStreamError)
         if entry is None:

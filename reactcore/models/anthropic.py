@@ -8,10 +8,12 @@ Requests: the system prompt (and any ``SystemMessage`` in the conversation) goes
 level; tools as ``input_schema``; an assistant message's tool calls as ``tool_use``
 blocks, and the responses of one batch as ``tool_result`` blocks of one user turn
 (``is_error`` for errors; images and PDF documents inside them); consecutive turns of
-one role are joined. ``ChatOptions.parallel_tool_calls=False`` becomes
-``disable_parallel_tool_use``; ``tool_choice`` ``"auto"``/``"required"``/``"none"``/a
-named function becomes Anthropic's; a strict ``response_format`` JSON schema becomes the
-native ``output_config.format``. ``max_tokens`` is required by this API: the model's
+one role are joined, a user turn's ``tool_result`` blocks first (a user message sent
+between a ``tool_use`` and its results goes after them, as the API requires).
+``ChatOptions.parallel_tool_calls=False`` becomes ``disable_parallel_tool_use``;
+``tool_choice`` ``"auto"``/``"required"``/``"none"``/a named function becomes
+Anthropic's; a strict ``response_format`` JSON schema becomes the native
+``output_config.format``. ``max_tokens`` is required by this API: the model's
 ``max_tokens`` (``DEFAULT_MAX_TOKENS``) unless the request's options say otherwise.
 
 Answers, whole or streamed (``message_start``, ``content_block_start/delta/stop`` with
@@ -21,13 +23,15 @@ Answers, whole or streamed (``message_start``, ``content_block_start/delta/stop`
 ``redacted_thinking`` blocks are kept, signatures and all, in the message's
 ``provider_data["anthropic"]["thinking"]`` (with their position among the blocks) and
 sent back verbatim on later requests of the tool loop; their text is the message's
-``reasoning``. A tool loop is one assistant turn with one thinking mode: a loop whose
-first answer has no thinking (e.g. it came from another provider through a fallback) is
-continued without thinking, and a new turn thinks again. Stop reasons:
-``end_turn``/``stop_sequence`` → ``"stop"``, ``max_tokens``
-(and ``model_context_window_exceeded``) → ``"length"``, ``tool_use`` → ``"tool_calls"``,
-``refusal`` → ``"content_filter"``, ``pause_turn`` kept as is. An ``error`` event in the
-stream is a ``ModelStreamError``.
+``reasoning``. An unsigned thinking block (``"signature": null`` from a proxy, or a stream
+without ``signature_delta``) is read, as the official SDK reads it, and kept, but never
+sent back: the API refuses a thinking block without a valid signature. A tool loop is
+one assistant turn with one thinking mode: a loop whose first answer has no (signed)
+thinking (e.g. it came from another provider through a fallback) is continued without
+thinking, and a new turn thinks again. Stop reasons: ``end_turn``/``stop_sequence`` →
+``"stop"``, ``max_tokens`` (and ``model_context_window_exceeded``) → ``"length"``,
+``tool_use`` → ``"tool_calls"``, ``refusal`` → ``"content_filter"``, ``pause_turn`` kept
+as is. An ``error`` event in the stream is a ``ModelStreamError``.
 """
 
 from __future__ import annotations
@@ -76,6 +80,8 @@ DEFAULT_MAX_TOKENS = 4096
 _DEFAULT_BASE_URL = "https://api.anthropic.com"
 _EPHEMERAL = {"type": "ephemeral"}
 _THINKING_TYPES = ("thinking", "redacted_thinking")
+_REPLAY_KEYS = {"thinking": "signature", "redacted_thinking": "data"}
+"""What a thinking block must carry (non-empty) to be sent back."""
 _STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -148,13 +154,25 @@ def _blocks(text: str, parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
     return [b for b in blocks if b["type"] != "text" or b["text"]]
 
 
+def _replayable(block: Any) -> bool:
+    """Whether ``block`` is a thinking block the API takes back: a ``thinking`` block with
+    its signature, or a ``redacted_thinking`` block with its data. An unsigned one (a proxy
+    sent ``"signature": null``, or a stream gave no ``signature_delta``) would be refused
+    ("invalid signature"), so it stays on the message and is never sent."""
+    if not isinstance(block, dict):
+        return False
+    key = _REPLAY_KEYS.get(str(block.get("type")))
+    return key is not None and isinstance(block.get(key), str) and bool(block[key])
+
+
 def _thinking_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
-    """This provider's thinking blocks of ``message``, with their ``index``."""
+    """This provider's thinking blocks of ``message`` the API takes back, with their
+    ``index`` (``_replayable``)."""
     data = message.provider_data.get(PROVIDER)
     found = data.get("thinking") if isinstance(data, Mapping) else None
     if not isinstance(found, list):
         return []
-    return [b for b in found if isinstance(b, dict) and b.get("type") in _THINKING_TYPES]
+    return [b for b in found if _replayable(b)]
 
 
 def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
@@ -182,9 +200,20 @@ def _tool_result(response: ToolResponse) -> dict[str, Any]:
     return block
 
 
+def _tool_results_first(turn: dict[str, Any]) -> None:
+    """A user turn's ``tool_result`` blocks before its other blocks, each kind in order.
+
+    The API takes a ``tool_use`` only when the next user turn starts with its results; a
+    user message sent between the call and its results (steering, a hook) is joined into
+    that turn, and goes after them."""
+    if turn["role"] == "user":
+        turn["content"].sort(key=lambda block: block.get("type") != "tool_result")
+
+
 def turns(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """The conversation (without system messages) as ``messages``: consecutive turns of
-    one role joined, turns without blocks (an empty answer) left out."""
+    one role joined (a user turn's tool results first), turns without blocks (an empty
+    answer) left out."""
     out: list[dict[str, Any]] = []
     for message in messages:
         match message:
@@ -197,6 +226,8 @@ def turns(messages: Iterable[Message]) -> list[dict[str, Any]]:
             case _:
                 continue
         join_turn(out, role, "content", blocks)
+    for turn in out:
+        _tool_results_first(turn)
     return out
 
 
@@ -380,13 +411,21 @@ def _provider_data(thinking: list[dict[str, Any]]) -> dict[str, Any]:
     return {PROVIDER: {"thinking": thinking}} if thinking else {}
 
 
+def _signature(block: Mapping[str, Any], where: str) -> str:
+    """A whole answer's thinking signature; ``""`` (unsigned) when it is null or absent,
+    as the official SDK reads it (LiteLLM's proxy sends ``"signature": null``)."""
+    if block.get("signature") is None:
+        return ""
+    return str(_field(block, "signature", str, where, ModelError))
+
+
 def _thinking_of(block: Mapping[str, Any], index: int, where: str) -> dict[str, Any]:
     if block["type"] == "thinking":
         return {
             "index": index,
             "type": "thinking",
             "thinking": clean_text(_field(block, "thinking", str, where, ModelError)),
-            "signature": _field(block, "signature", str, where, ModelError),
+            "signature": _signature(block, where),
         }
     return {
         "index": index,

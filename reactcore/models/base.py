@@ -273,9 +273,11 @@ class ChunkAssembler:
     every call at index 0) or without an index stay apart: a fragment with a new id at an
     index that holds a call with another id starts a new call; a fragment without an index
     continues the call with its id, or else the last call. ``result()`` raises
-    ``ModelStreamError`` for a call left without id or name, and ``ModelTruncatedError``
-    for tool calls cut at the token limit (see ``ensure_complete``); the message keeps the
-    finish reason.
+    ``ModelStreamError`` for a call left without name, and ``ModelTruncatedError`` for
+    tool calls cut at the token limit (see ``ensure_complete``); the message keeps the
+    finish reason. A call left without id keeps an empty one, as the same call answered
+    whole does: the LLM node gives it ``call_<index>`` (``unique_call_ids``), one rule
+    for both.
 
     ``calls`` holds the calls by their own index: the server's, or, for a call the server
     sent at a taken index or without one, the next free one; the answer lists them in
@@ -350,13 +352,10 @@ class ChunkAssembler:
         for index in sorted(self.calls):
             partial = self.calls[index]
             name = "".join(partial.name)
-            if not partial.id or not name:
-                raise ModelStreamError(
-                    f"the stream ended with tool call #{index} missing its "
-                    f"{'id' if not partial.id else 'name'}"
-                )
+            if not name:
+                raise ModelStreamError(f"the stream ended with tool call #{index} missing its name")
             arguments = clean_arguments("".join(partial.arguments) or "{}")
-            calls.append(ToolCall(clean_text(partial.id), clean_text(name), arguments))
+            calls.append(ToolCall(clean_text(partial.id or ""), clean_text(name), arguments))
         text = clean_text("".join(self.text))
         message = AssistantMessage(
             text,

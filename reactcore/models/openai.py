@@ -12,7 +12,8 @@ and never logged, nor in any error (see the shared layer).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -41,7 +42,10 @@ from .base import (
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _DONE = "[DONE]"
-_OPTIONS = ("temperature", "top_p", "max_tokens", "tool_choice", "response_format")
+_OPTIONS = ("temperature", "top_p", "tool_choice", "response_format")
+MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+MAX_TOKENS_FIELDS: tuple[MaxTokensField, ...] = ("max_completion_tokens", "max_tokens")
+_OPENAI_HOST = "api.openai.com"
 
 
 # --- the wire format of answers (requests are built from plain dicts) -------------------
@@ -150,18 +154,23 @@ def request_body(
     stream: bool,
     tool_media: ToolMedia = "describe",
     send_reasoning: bool = False,
+    max_tokens_field: MaxTokensField = "max_completion_tokens",
 ) -> dict[str, Any]:
     """The JSON body of a chat-completions request for ``request``.
 
-    The system message goes first; tools are the visible ones (the key is left out when
-    there are none); options are sent only when set; ``extra_body`` is merged in last.
-    ``tool_media`` says how tools' images and files are sent (see ``messages_to_wire``);
-    with ``send_reasoning``, assistant messages carry their ``reasoning_content``.
+    The system message goes first; the results of an assistant's calls right after it
+    (``_results_after_calls``); tools are the visible ones (the key is left out when
+    there are none); options are sent only when set, ``max_tokens`` under
+    ``max_tokens_field``; ``extra_body`` is merged in last. ``tool_media`` says how
+    tools' images and files are sent (see ``messages_to_wire``); with
+    ``send_reasoning``, assistant messages carry their ``reasoning_content``.
     """
     options = request.options
     system = [request.system_message] if request.system_message is not None else []
-    messages = messages_to_wire(
-        [*system, *request.messages], tool_media=tool_media, reasoning=send_reasoning
+    messages = _results_after_calls(
+        messages_to_wire(
+            [*system, *request.messages], tool_media=tool_media, reasoning=send_reasoning
+        )
     )
     body: dict[str, Any] = {"model": options.model or model, "messages": messages}
     tools = [_tool_to_wire(spec) for spec in request.visible_tool_specs()]
@@ -173,11 +182,48 @@ def request_body(
         value = getattr(options, name)
         if value is not None:
             body[name] = converter.unstructure(value)
+    if options.max_tokens is not None:
+        body[max_tokens_field] = options.max_tokens
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     body.update(converter.unstructure(dict(options.extra_body)))
     return body
+
+
+def _results_after_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with the ``tool`` messages answering an assistant's calls right after
+    it: a message sent between the calls and their results (a user's steering, a hook's)
+    goes after the results, as the API requires ("an assistant message with 'tool_calls'
+    must be followed by tool messages responding to each 'tool_call_id'"). A message held
+    so goes out at the next assistant message, or at the end, when results are missing."""
+    out: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
+    pending: set[Any] = set()
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            out += held
+            held = []
+            pending = {c.get("id") for c in message.get("tool_calls") or ()}
+            out.append(message)
+        elif role == "tool":
+            out.append(message)
+            pending.discard(message.get("tool_call_id"))
+            if not pending:
+                out += held
+                held = []
+        else:
+            (held if pending else out).append(message)
+    return out + held
+
+
+def max_tokens_field_for(base_url: str) -> MaxTokensField:
+    """The field ``max_tokens`` goes in by default: ``max_completion_tokens`` for the OpenAI
+    API itself (its o-series and GPT-5 models refuse the deprecated ``max_tokens``),
+    ``max_tokens`` for any other server (vLLM, Ollama, llama.cpp, gateways, other hosts:
+    the field every OpenAI-compatible server knows, where some refuse the newer one)."""
+    return "max_completion_tokens" if urlsplit(base_url).hostname == _OPENAI_HOST else "max_tokens"
 
 
 def _usage(wire: _WireUsage | None) -> Usage | None:
@@ -199,13 +245,28 @@ def _usage(wire: _WireUsage | None) -> Usage | None:
 # --- answers ----------------------------------------------------------------------------
 
 
+def _without_null_ids(message: Any) -> Any:
+    """``message`` with a tool call's null or missing ``id`` read as empty, as the official
+    SDK reads it and as a streamed call without id is: the LLM node re-keys both
+    (``call_<index>``)."""
+    calls = message.get("tool_calls") if type(message) is dict else None
+    if type(calls) is not list or all(
+        type(c) is not dict or c.get("id") is not None for c in calls
+    ):
+        return message
+    fixed = [{**c, "id": ""} if type(c) is dict and c.get("id") is None else c for c in calls]
+    return {**message, "tool_calls": fixed}
+
+
 def parse_completion(payload: Any) -> ModelResponse:
     """A ``ModelResponse`` from a chat-completions JSON answer (its first choice)."""
     wire = decode(lambda p: converter.structure(p, _WireCompletion), payload, ModelError, "$")
     if not wire.choices:
         raise ModelError("malformed answer: no choices")
     choice = wire.choices[0]
-    message = decode(assistant_from_wire, choice.message, ModelError, "$.choices[0].message")
+    message = decode(
+        assistant_from_wire, _without_null_ids(choice.message), ModelError, "$.choices[0].message"
+    )
     message = attrs.evolve(message, finish_reason=choice.finish_reason)
     return ModelResponse(
         message, _usage(wire.usage), raw=payload, finish_reason=choice.finish_reason
@@ -294,6 +355,13 @@ class _Events:
 
 # --- the client -------------------------------------------------------------------------
 
+_MAX_TOKENS_FIELD = valid.satisfies(
+    "'max_completion_tokens', 'max_tokens' or None",
+    str,
+    optional=True,
+    limits=[(lambda v: v in MAX_TOKENS_FIELDS, "must be 'max_completion_tokens' or 'max_tokens'")],
+)
+
 
 @attrs.define(eq=False)
 class OpenAIChatModel(HTTPModel):
@@ -317,6 +385,12 @@ class OpenAIChatModel(HTTPModel):
     require it (DeepSeek's thinking mode with tool calls, Kimi); by default it is not
     sent, as others reject it.
 
+    ``ChatOptions.max_tokens`` goes as ``max_tokens_field``: ``"max_completion_tokens"``
+    (the OpenAI API's field, required by its o-series and GPT-5 models) or
+    ``"max_tokens"`` (the field OpenAI-compatible servers know). ``None`` (the default)
+    chooses by ``base_url``: the first for ``api.openai.com``, the second elsewhere
+    (``max_tokens_field_for``).
+
     The model owns the HTTP client it makes and closes it in ``aclose()`` (or at the end
     of ``async with``); a given ``http_client`` is left open for its owner.
     """
@@ -331,6 +405,9 @@ class OpenAIChatModel(HTTPModel):
     tool_media: ToolMedia = attrs.field(
         default="describe", kw_only=True, validator=valid.one_of(*TOOL_MEDIA)
     )
+    max_tokens_field: MaxTokensField | None = attrs.field(
+        default=None, kw_only=True, validator=_MAX_TOKENS_FIELD
+    )
 
     def _body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         return request_body(
@@ -339,6 +416,7 @@ class OpenAIChatModel(HTTPModel):
             stream=stream,
             tool_media=self.tool_media,
             send_reasoning=self.send_reasoning,
+            max_tokens_field=self.max_tokens_field or max_tokens_field_for(self.base_url),
         )
 
     def _url(self, request: ModelRequest, *, stream: bool) -> str:

@@ -22,7 +22,10 @@ The answer's output items are kept on the ``AssistantMessage`` as opaque provide
 encrypted content — and the ids of its message and function-call items, which the API
 pairs a reasoning item with), and sent back verbatim on the next requests, so a
 checkpoint, a resume after a crash or a fallback and back needs nothing kept on OpenAI's
-side. Another provider's data is never sent, and this provider's never to another.
+side. Another provider's data is never sent, and this provider's never to another. A
+reasoning item kept without encrypted content (``encrypted_reasoning=False``) cannot go
+back with ``store: false`` (the API would look its id up and find nothing): that answer is
+sent without its reasoning, and without the item ids the API pairs with it.
 ``use_previous_response_id=True`` instead stores each response on OpenAI's side
 (``store: true``) and sends only the items after the last answer, with its
 ``previous_response_id``.
@@ -120,11 +123,23 @@ def own_data(message: AssistantMessage) -> Mapping[str, Any]:
     return data if isinstance(data, Mapping) else {}
 
 
-def _recorded_output(message: AssistantMessage) -> list[Mapping[str, Any]]:
+def _recorded_output(message: AssistantMessage, *, stored: bool) -> list[Mapping[str, Any]]:
+    """The recorded output items of ``message`` that can go back. Not ``stored`` (``store:
+    false``), a reasoning item without its encrypted content cannot: the API would look
+    its id up and find nothing kept. Then the answer's reasoning is left out, and so are
+    the ids of its message and call items, which the API would otherwise pair with the
+    missing reasoning item (and refuse)."""
     output = own_data(message).get("output")
     if not isinstance(output, list):
         return []
-    return [entry for entry in output if isinstance(entry, Mapping)]
+    entries = [entry for entry in output if isinstance(entry, Mapping)]
+    if stored or all(
+        e.get("type") != "reasoning" or isinstance(e.get("encrypted_content"), str) for e in entries
+    ):
+        return entries
+    return [
+        {k: v for k, v in e.items() if k != "id"} for e in entries if e.get("type") != "reasoning"
+    ]
 
 
 def _message_item(text: str, item_id: Any = None, phase: Any = None) -> dict[str, Any]:
@@ -166,12 +181,13 @@ def _text_pieces(text: str, output: Sequence[Mapping[str, Any]]) -> list[str]:
     return [text] + [""] * (len(found) - 1) if found else []
 
 
-def assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+def assistant_items(message: AssistantMessage, *, stored: bool = False) -> list[dict[str, Any]]:
     """``message`` as the input items of its answer: with this provider's data, its output
     items in their order (reasoning items verbatim, the text and the calls with their item
     ids); text or calls the record does not hold (a message made by hand, edited, or from
-    another provider) after them, without ids."""
-    output = _recorded_output(message)
+    another provider) after them, without ids. Unless ``stored`` (the API keeps the items:
+    ``store: true``), reasoning without encrypted content is left out (``_recorded_output``)."""
+    output = _recorded_output(message, stored=stored)
     pieces = iter(_text_pieces(message.text, output))
     calls = {call.id: call for call in message.tool_calls}
     sent: set[str] = set()
@@ -196,9 +212,9 @@ def assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
     return items
 
 
-def input_items(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def input_items(messages: Iterable[Message], *, stored: bool = False) -> list[dict[str, Any]]:
     """The conversation as ``input`` items (see the module docstring); empty user messages
-    are left out."""
+    are left out; ``stored`` as for ``assistant_items``."""
     items: list[dict[str, Any]] = []
     for message in messages:
         match message:
@@ -207,7 +223,7 @@ def input_items(messages: Iterable[Message]) -> list[dict[str, Any]]:
                 if content:
                     items.append({"type": "message", "role": "user", "content": content})
             case AssistantMessage():
-                items += assistant_items(message)
+                items += assistant_items(message, stored=stored)
             case ToolResponseMessage(responses=responses):
                 items += [_call_output(r) for r in responses]
             case SystemMessage(text=text, role=role):
@@ -311,7 +327,10 @@ def request_body(
     previous = None
     if use_previous_response_id:
         previous, messages = _after_last_response(messages)
-    body: dict[str, Any] = {"model": name, "input": input_items(messages)}
+    body: dict[str, Any] = {
+        "model": name,
+        "input": input_items(messages, stored=use_previous_response_id),
+    }
     if request.system_message is not None and request.system_message.text:
         body["instructions"] = request.system_message.text
     tools = [_tool_item(spec) for spec in request.visible_tool_specs()]
@@ -375,6 +394,8 @@ class OpenAIResponsesModel(HTTPModel):
     reasoning. ``encrypted_reasoning`` says whether to ask for it (``include:
     ["reasoning.encrypted_content"]``); ``None`` (the default) asks unless the model is of
     a family that does not reason and refuses it (GPT-4*, GPT-3.5, ChatGPT, gpt-5-chat).
+    Without it the reasoning is kept on the message but not sent back (the API cannot
+    look up an unstored item by id).
 
     ``use_previous_response_id=True`` stores every response on OpenAI's side (``store:
     true``) and sends only what came after the last answer, with its
