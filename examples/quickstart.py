@@ -5,7 +5,7 @@ import os
 
 import anyio
 
-from reactcore import AssistantMessage, ChatModel, OpenAIChatModel, ReactAgent, ToolCall, tool
+from reactcore import AssistantMessage, ChatModel, ReactAgent, ToolCall, tool
 from reactcore.testing import ScriptedChatModel
 
 
@@ -16,9 +16,9 @@ async def weather(city: str) -> str:
     return f"{city}: 18 °C, light rain"
 
 
-def model() -> ChatModel:
+def model() -> ChatModel | str:
     if "REACTCORE_MODEL" in os.environ:  # a real endpoint, configured by the environment
-        return OpenAIChatModel(os.environ["REACTCORE_MODEL"])
+        return f"openai:{os.environ['REACTCORE_MODEL']}"  # the agent builds the client
     calls = [
         ToolCall(f"c{i}", "weather", f'{{"city": "{c}"}}') for i, c in enumerate(["Oslo", "Lima"])
     ]
@@ -26,8 +26,11 @@ def model() -> ChatModel:
 
 
 async def main() -> None:
-    agent = ReactAgent("forecaster", model(), tools=[weather], parallel_tool_execution=True)
-    result = await agent.invoke("Compare the weather in Oslo and Lima.")
+    # The agent closes the client it built from a provider string when the block ends.
+    async with ReactAgent(
+        "forecaster", model(), tools=[weather], parallel_tool_execution=True
+    ) as agent:
+        result = await agent.invoke("Compare the weather in Oslo and Lima.")
     print(result.text)
 
 

@@ -11,10 +11,11 @@ import functools
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import attrs
 import sniffio
 
@@ -34,7 +35,7 @@ from ._loop import Loop, apply_decisions, final_text, returned_direct, starting_
 from ._messages import AssistantMessage
 from ._output import OUTPUT_MODES, OutputMode, final_answer_tool, parse_output, response_format
 from ._result import AgentResult
-from ._run import AgentRun, EventStream
+from ._run import AgentRun, EventStream, released
 from ._state import MESSAGES, KeyStrategy, OverAllState
 from ._subagent import subagent_tool
 from ._tokens import COUNTER, ApproximateTokenCounter, TokenCounter
@@ -273,6 +274,13 @@ class ReactAgent:
     _log: Any = attrs.field(init=False)
     _tracer: Tracer | None = attrs.field(init=False)
     _warned_without_saver: bool = attrs.field(default=False, init=False)
+    # Whether ``model`` was built here from a provider string (set by __attrs_pre_init__):
+    # the agent then owns its HTTP client and closes it in ``aclose``.
+    _owns_model: bool = attrs.field(init=False)
+    _closed: bool = attrs.field(default=False, init=False)
+
+    def __attrs_pre_init__(self, name: Any, model: Any, **options: Any) -> None:
+        self._owns_model = isinstance(model, str)
 
     def __attrs_post_init__(self) -> None:
         self._hooks = order_hooks(self.hooks)
@@ -480,7 +488,8 @@ class ReactAgent:
         failure: BaseException | None = None
         tracer = self._tracer or ambient()
         drive = self._drive if tracer is None else functools.partial(self._traced, tracer)
-        async with anyio.create_task_group() as tg:
+        # The buffer's ends nobody will read are closed once the group has ended.
+        async with released(run), anyio.create_task_group() as tg:
 
             async def restart(decisions: Resume) -> None:
                 paused = run._result
@@ -554,6 +563,26 @@ class ReactAgent:
             "the thread does not see this one (give the agent saver=MemorySaver() or "
             "SqliteSaver(path))",
         )
+
+    async def aclose(self) -> None:
+        """Close what the agent made: the model client it built from a provider string
+        (``ReactAgent("a", "openai:gpt-4.1")``), with its connections. A model object
+        given to the agent stays its maker's to close (``await model.aclose()``, or
+        ``async with model``). Idempotent; ``async with agent:`` calls it when the block
+        ends. A run started after it fails: the client is closed."""
+        close = getattr(self.model, "aclose", None) if self._owns_model else None
+        if self._closed or close is None:
+            await anyio.lowlevel.checkpoint()
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):  # a cancelled caller still closes the client
+            await close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def _owning(self, run: AgentRun, config: RunnableConfig) -> AbstractAsyncContextManager[object]:
         """The run's claim on its thread (none without a saver or a thread id)."""

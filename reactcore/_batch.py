@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from . import _validate as valid
 from ._approval import Interrupt
 from ._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
 from ._result import TOKEN_USAGE
@@ -48,7 +49,7 @@ def pending_calls(state: Mapping[str, Any]) -> tuple[AssistantMessage, ToolRespo
         ids = {c.id for c in getattr(before, "tool_calls", ())}
         if ids and all(r.id in ids for r in last.responses):
             return before, last
-    found = "no messages" if last is None else f"a {type(last).__name__} last"
+    found = "no messages" if last is None else f"{valid.a_or_an(type(last).__name__)} last"
     raise ValueError(
         "AgentToolNode needs the last message to be an AssistantMessage with tool calls, or "
         f"a ToolResponseMessage answering some of them; found {found}"

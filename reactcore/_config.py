@@ -37,7 +37,7 @@ def check_thread_id(thread_id: str) -> str:
     in UTF-8); ``TypeError`` when it is not a ``str``.
     """
     if type(thread_id) is not str:
-        raise TypeError(f"{_THREAD_ID_RULE}, got a {type(thread_id).__name__}")
+        raise TypeError(f"{_THREAD_ID_RULE}, got {valid.a_or_an(type(thread_id).__name__)}")
     if not thread_id:
         raise ValueError(f"{_THREAD_ID_RULE}, got an empty string")
     nul = thread_id.find("\x00")

@@ -15,12 +15,20 @@ Events policy (bounded memory, and a run never stuck on an event nobody reads):
   event is kept or counted, and the run does not build its per-call events at all.
 - A run resumed after a pause (``await run.resume(...)``) starts a new leg with a new
   buffer: ``run.events()`` may then be called again, for the leg's events.
+
+Both ends of every leg's buffer are closed on every path (no ``Unclosed
+<MemoryObjectReceiveStream>`` under ``python -X dev``): the sending end when the leg ends;
+the receiving end when its reader closes it or reads it to the end, and otherwise when
+the ``agent.start`` block ends or the next leg starts (``release``). Events a reader never
+asked for are dropped then: ``run.events()`` after the block is an error, not an empty
+stream.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any
 
@@ -42,6 +50,7 @@ class _Reader(enum.Enum):
     ATTACHED = "attached"
     GONE = "gone"
     NEVER = "never"  # the handle is never given out (``agent.invoke``): no events at all
+    RELEASED = "released"  # the block that made the run ended with no reader: none can come
 
 
 @attrs.define(eq=False)
@@ -58,7 +67,10 @@ class EventStream:
     async def __anext__(self) -> Event:
         try:
             return await self._receive.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
+        except anyio.EndOfStream:
+            self._receive.close()  # read to the end: nothing is left to hold open
+            raise StopAsyncIteration from None
+        except anyio.ClosedResourceError:
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:
@@ -128,7 +140,15 @@ class AgentRun:
     # --- for the caller -----------------------------------------------------------------
 
     def events(self) -> EventStream:
-        """The events of the run's current leg, from the first; one reader per leg."""
+        """The events of the run's current leg, from the first; one reader per leg.
+
+        ``RuntimeError`` when the leg has a reader already, and after the
+        ``agent.start`` block that made the run (its unread events were dropped there)."""
+        if self._reader is _Reader.RELEASED:
+            raise RuntimeError(
+                "run.events() works inside the `async with agent.start(...)` block that "
+                "made the run: its events were dropped when the block ended"
+            )
         if self._reader is not _Reader.NONE:
             raise RuntimeError("this run's events already have a reader")
         self._reader = _Reader.ATTACHED
@@ -305,10 +325,24 @@ class AgentRun:
         """The cancel scope the run's loop runs in."""
         return self._scope
 
+    def release(self) -> None:
+        """Close the current leg's buffer where nobody will read it (``agent.start`` calls
+        this when its block ends, ``next_leg`` before a new buffer): the sending end
+        always; the receiving end too, unless a reader holds it with events still to read
+        (then the reader closes it, by ``aclose`` or by reading to the end)."""
+        self._send.close()
+        if self._reader is not _Reader.ATTACHED:
+            self._receive.close()
+            if self._reader is _Reader.NONE:
+                self._reader = _Reader.RELEASED
+        elif self._receive.statistics().current_buffer_used == 0:
+            self._receive.close()  # the reader has read all there is: it gets the end
+
     def next_leg(self) -> None:
         """Make the handle live again for the leg after a pause: a new scope, buffer and
         outcome (the run id and the dropped-events count are kept)."""
         assert self.done, "a leg starts only after the previous one ended"
+        self.release()
         self._open_stream()
         self._reader = _Reader.NONE
         self._scope = anyio.CancelScope()
@@ -316,3 +350,13 @@ class AgentRun:
         self._result = self._error = None
         self._error_raised = False
         self._inflight.clear()
+
+
+@asynccontextmanager
+async def released(run: AgentRun) -> AsyncIterator[AgentRun]:
+    """``run`` for the block that owns it (``agent.start``'s): ``run.release()`` when the
+    block ends, however it ends."""
+    try:
+        yield run
+    finally:
+        run.release()

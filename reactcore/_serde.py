@@ -2,11 +2,11 @@
 
 - tool arguments and structured output: strict structuring (no ``"5"`` → ``5``, no
   ``5.7`` → ``5``, no extra keys), with errors that name the parameter;
-- results: any value a tool returns, as JSON text;
+- results: the serialiser of tool results is ``_results`` (over this converter);
 - the OpenAI chat-completions wire format (plain dicts), through private attrs classes
   that mirror it, so a malformed provider payload fails with a readable error;
 - content parts: their wire shapes (``text``, ``image_url``, ``input_audio``, ``file``),
-  and what a tool returns besides text (``tool_output``: bytes, parts, lists of them).
+  and the text of a tool's parts (``split_parts``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from ._json import loads as bounded_loads
 from ._messages import (
     MEDIA_TYPES,
-    PART_TYPES,
     AssistantMessage,
     AudioPart,
     ContentPart,
@@ -40,7 +39,6 @@ from ._messages import (
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
-    part_from_bytes,
 )
 
 converter = cattrs.Converter(forbid_extra_keys=True)
@@ -242,20 +240,6 @@ def clean_arguments(arguments: str) -> str:
     return arguments if cleaned == value else _ENCODER.encode(cleaned)
 
 
-def to_json_text(value: Any) -> str:
-    """A tool's result as text for the model: strings pass through, the rest is JSON;
-    invalid Unicode is repaired (``clean_text``).
-
-    A value JSON cannot hold (a set, bytes, NaN) raises ``TypeError`` /
-    ``ValueError``, which the tool node turns into an error response naming the tool.
-    """
-    if isinstance(value, str):
-        return clean_text(value)
-    if value is None:
-        return "null"
-    return clean_text(_ENCODER.encode(converter.unstructure(value)))
-
-
 # One encoder: json.dumps with non-default options would build a new one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
@@ -455,45 +439,6 @@ def split_parts(parts: Sequence[ContentPart]) -> tuple[str, tuple[ContentPart, .
     if parts and type(parts[0]) is TextPart:
         return parts[0].text, tuple(parts[1:])
     return "", tuple(parts)
-
-
-_BYTES = (bytes, bytearray, memoryview)
-
-
-def _is_content(value: Any) -> bool:
-    return isinstance(value, _BYTES) or type(value) in PART_TYPES
-
-
-def _as_part(value: Any) -> ContentPart:
-    if isinstance(value, str):
-        return TextPart(value)
-    if isinstance(value, _BYTES):
-        return part_from_bytes(bytes(value))
-    part: ContentPart = value
-    return part
-
-
-def _is_content_list(value: Any) -> bool:
-    return (
-        isinstance(value, list | tuple)
-        and any(_is_content(v) for v in value)
-        and all(isinstance(v, str) or _is_content(v) for v in value)
-    )
-
-
-def tool_output(value: Any) -> tuple[str, tuple[ContentPart, ...]]:
-    """A tool's return value as the text and the content parts of its response.
-
-    ``bytes`` become an ``ImagePart`` (PNG, JPEG, GIF, WebP, by their magic number) or a
-    ``FilePart``; a part stays a part; a list or tuple of parts, bytes and strings, with
-    at least one part or bytes among them, is that content in order (a leading string is
-    the text). Anything else is JSON text (``to_json_text``), with no parts.
-    """
-    if _is_content(value):
-        return split_parts([_as_part(value)])
-    if _is_content_list(value):
-        return split_parts([_as_part(v) for v in value])
-    return to_json_text(value), ()
 
 
 ToolMedia = Literal["describe", "user_message", "parts"]

@@ -38,8 +38,8 @@ from ._events import Event, SubagentCall, SubagentEvent
 from ._interceptors import ToolCallResponse
 from ._messages import ToolCall
 from ._result import AgentResult
+from ._results import to_json_text
 from ._run_context import CALLER, Caller
-from ._serde import to_json_text
 from ._state import MESSAGES, OverAllState
 from ._tools import Tool, ToolContext, check_tool_name
 

@@ -42,9 +42,9 @@ from ._interceptors import (
 )
 from ._logging import get_logger
 from ._messages import AssistantMessage, ToolCall, ToolResponse
+from ._results import tool_output
 from ._run_context import dynamic_tools
 from ._scheduler import Job, Status, run_parallel, run_sequential
-from ._serde import tool_output
 from ._state import OverAllState, frozen_mapping
 from ._threads import ThreadBudget, run_in_thread
 from ._tools import TOOLS, Tool, ToolContext, index_tools

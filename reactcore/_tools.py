@@ -14,9 +14,12 @@ import copy
 import functools
 import inspect
 import json
+import os
 import re
+import sys
 import types
 import typing
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, overload
 
@@ -31,6 +34,7 @@ from ._docstrings import parameter_descriptions
 from ._exceptions import ToolArgumentError
 from ._json import MAX_DEPTH, MAX_NUMBER_DIGITS, JSONLimitError, loads
 from ._messages import ToolCall
+from ._results import unsendable
 from ._schema import json_schema, object_schema, type_name
 from ._serde import converter, describe_error
 from ._state import OverAllState
@@ -190,6 +194,31 @@ def _check_hint(hint: Any, where: str) -> None:
         raise TypeError(f"{where}: cannot read {type_name(hint)} from JSON: {exc}") from exc
 
 
+def _check_result(hint: Any, tool_name: str) -> None:
+    """``TypeError`` naming the tool and its return annotation when a value of that type
+    cannot be sent to the model (``_results``): the developer's bug, not the model's."""
+    problem = unsendable(hint)
+    if problem is not None:
+        named = type_name(hint)
+        which = "" if problem == named else f" ({problem})"
+        raise TypeError(
+            f"tool {tool_name!r}: its return annotation {named}{which} cannot be sent to "
+            "the model; return str, a JSON value (numbers, bool, None, lists, tuples, sets, "
+            "dicts), an Enum, a date or time, Decimal, UUID, a path, bytes or content parts, "
+            "or an attrs class, dataclass, TypedDict or pydantic model of those"
+        )
+
+
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` of a warning its caller gives, pointing at the first frame outside
+    reactcore: the user's line that defined the tool (through ``@tool`` or an agent)."""
+    package = os.path.join(os.path.dirname(__file__), "")  # ".../reactcore/"
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 @attrs.frozen(eq=False)
 class _Signature:
     """The model-visible parameters of a function, and how to structure arguments for them."""
@@ -221,6 +250,7 @@ class _Signature:
     @classmethod
     def of(cls, func: Callable[..., Any], tool_name: str) -> _Signature:
         hints = _type_hints(func)
+        _check_result(hints.get("return", Any), tool_name)
         fields: dict[str, Any] = {}
         context_param = None
         for p in inspect.signature(func).parameters.values():
@@ -310,6 +340,14 @@ class Tool:
         _TIMEOUT.spec.check(f"tool {tool_name!r}: timeout", timeout)
         signature = _Signature.of(func, tool_name)
         doc = _doc(func)
+        said = doc if description is None else description
+        if isinstance(said, str) and not said.strip():
+            warnings.warn(
+                f"tool {tool_name!r} has no description: the model sees only its name and "
+                "parameters; give the function a docstring or @tool(description=...)",
+                UserWarning,
+                stacklevel=_outside_stacklevel(),
+            )
         return cls(
             tool_name,
             description if description is not None else doc,

@@ -29,6 +29,18 @@ Limit = tuple[Callable[[Any], bool], str]
 """A range check: whether a value (of the right type) is in range, and what it must be."""
 
 
+# Words that start with a vowel letter but not a vowel sound ("a UUID", "a unicode string").
+_SOUNDS_LIKE_YOU = ("uu", "uni", "use", "usa", "uti", "one")
+
+
+def a_or_an(name: str) -> str:
+    """``name`` after its indefinite article, for messages: ``"an int"``, ``"a str"``,
+    ``"an AssistantMessage"``, ``"a UUID"``."""
+    lower = name.lower()
+    vowel = lower[:1] in ("a", "e", "i", "o", "u") and not lower.startswith(_SOUNDS_LIKE_YOU)
+    return f"{'an' if vowel else 'a'} {name}"
+
+
 def got(value: Any) -> str:
     """How a message shows a given value: its type, then its repr (cut at 60 characters)."""
     return f"{type(value).__name__} {value!r:.60}"

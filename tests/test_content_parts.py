@@ -42,7 +42,7 @@ from reactcore import (
     part_from_bytes,
     tool,
 )
-from reactcore._serde import tool_output
+from reactcore._results import tool_output
 from reactcore.testing import OpenAICompatibleServer, SSEReply, serve_openai_compatible
 from tests.helpers import asks
 

@@ -21,7 +21,8 @@ import structlog
 from reactcore import ModelDelta, ReactAgent, RunnableConfig, SqliteSaver, tool
 from reactcore._exceptions import ModelError, ModelHTTPError, ModelStreamError
 from reactcore._messages import AssistantMessage, ToolCall, UserMessage
-from reactcore._serde import clean_arguments, to_json_text
+from reactcore._results import to_json_text
+from reactcore._serde import clean_arguments
 from reactcore.models import _http as http_module
 from reactcore.models._http import LineSplitter
 from reactcore.models.base import (

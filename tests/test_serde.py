@@ -28,7 +28,8 @@ from reactcore import (
     messages_from_wire,
     messages_to_wire,
 )
-from reactcore._serde import assistant_from_wire, describe_error, to_json_text
+from reactcore._results import to_json_text
+from reactcore._serde import assistant_from_wire, describe_error
 
 # --- strategies -------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import pytest
 
 from reactcore import AgentToolNode, Tool, ToolArgumentError, ToolCall, tool
 from reactcore._docstrings import parameter_descriptions
-from reactcore._serde import to_json_text
+from reactcore._results import to_json_text
 from tests.helpers import calls_state
 
 

@@ -794,3 +794,19 @@ async def test_optional_tool_context_reaches_the_tool_through_the_node() -> None
     update = await node(OverAllState({"messages": [UserMessage("go"), asking]}))
     assert update["messages"][-1].responses[0].response_data == "n1:ada"
     assert update["notes"] == ["hi"]
+
+
+# --- messages name types with the right article ------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_messages_name_a_type_with_the_right_article() -> None:
+    """Errors that name a type put "an" before a vowel sound: ``got an int`` for a thread
+    id, ``found an AssistantMessage last`` for a node's state, but ``a UserMessage``."""
+    with pytest.raises(TypeError, match=r", got an int$"):
+        RunnableConfig(thread_id=5)  # type: ignore[arg-type]
+    node = AgentToolNode([])
+    with pytest.raises(ValueError, match=r"found an AssistantMessage last$"):
+        await node({"messages": [AssistantMessage("no calls")]})
+    with pytest.raises(ValueError, match=r"found a UserMessage last$"):
+        await node({"messages": [UserMessage("hi")]})

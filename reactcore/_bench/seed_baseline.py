@@ -64,7 +64,7 @@ import anyio
 import attrs
 
 from .._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
-from .._serde import to_json_text
+from .._results import to_json_text
 from .._state import MESSAGES
 from .._tools import Tool
 

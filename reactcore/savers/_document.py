@@ -56,6 +56,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from .. import _validate as valid
 from .._messages import (
     AssistantMessage,
     AudioPart,
@@ -97,7 +98,7 @@ def _json_problem(value: Any, path: str) -> str | None:
             return f"the {type(bad_key).__name__} key {bad_key!r} at {path} (keys must be str)"
         items = ((f"{path}[{k!r}]", item) for k, item in value.items())
     else:
-        return f"a {kind.__module__}.{kind.__qualname__} at {path}"
+        return f"{valid.a_or_an(f'{kind.__module__}.{kind.__qualname__}')} at {path}"
     return next((p for sub, item in items if (p := _json_problem(item, sub))), None)
 
 
@@ -127,7 +128,7 @@ def _register_tagged_union(union: Any, tag_name: str, tags: Mapping[str, type]) 
         tag = tag_of.get(type(value))
         if tag is None:
             known = ", ".join(cls.__name__ for cls in tags.values())
-            raise TypeError(f"a {type(value).__qualname__} is none of {known}")
+            raise TypeError(f"{valid.a_or_an(type(value).__qualname__)} is none of {known}")
         fields: dict[str, Any] = converter.unstructure(value, type(value))
         return {tag_name: tag, **fields}
 
