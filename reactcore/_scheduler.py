@@ -7,6 +7,13 @@ that one call and the batch goes on; a cancellation from outside stops the whole
 and every async call's cleanup has run before the batch returns. The scheduler knows
 nothing of tools or messages: it runs ``Job.invoke`` and reports how each job ended.
 
+A running call lends the limiter slots it holds to the calls it runs itself (a sub-agent's
+tool calls, inside the call that runs the sub-agent): a nested call that names a limiter
+its caller holds takes turns on the caller's slot instead of waiting for another one, so
+one limiter shared by a parent and its sub-agent never deadlocks (the child's calls would
+otherwise wait for the slot their caller holds until it times out), and what the limiter
+bounds is still the calls working at once, over the whole tree.
+
 Scopes, tasks and the clock come from the backend seam (``_backends``): native on asyncio
 and on trio, anyio's portable implementation as the reference.
 """
@@ -15,7 +22,9 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import anyio
@@ -81,6 +90,27 @@ class Job:
         return True
 
 
+@attrs.define(eq=False)
+class _Lent:
+    """A limiter slot a running call holds, lent to the calls it runs: they take turns on
+    it through a one-token limiter of their own (made when first asked for), so at most
+    one of them works at a time on the caller's slot, and none waits for the limiter."""
+
+    _turns: anyio.CapacityLimiter | None = None
+
+    def turns(self) -> anyio.CapacityLimiter:
+        if self._turns is None:
+            self._turns = anyio.CapacityLimiter(1)
+        return self._turns
+
+
+Lending = Mapping[anyio.CapacityLimiter, _Lent]
+# In the task (and the tasks it starts) of a running call: each limiter a call it runs
+# inside holds → that call's lent slot. Context variables reach the tasks a call starts
+# (a sub-agent's run, its batches' workers) on every backend.
+_LENT: ContextVar[Lending] = ContextVar("reactcore_lent_slots", default=MappingProxyType({}))
+
+
 def _try_acquire(limiter: anyio.CapacityLimiter) -> bool:
     # acquire() always yields to the scheduler; with a free slot there is no need to.
     try:
@@ -108,31 +138,42 @@ def _in(limiter: anyio.CapacityLimiter, limiters: Sequence[Any]) -> bool:
     return any(limiter is other for other in limiters)
 
 
-async def _acquire(job: Job, limiters: Sequence[anyio.CapacityLimiter]) -> list[Any]:
+async def _acquire(
+    job: Job, limiters: Sequence[anyio.CapacityLimiter]
+) -> tuple[list[Any], Lending]:
     """Take the job's own limiter, then ``limiters`` in order (each at most once), then a
-    thread slot if the job needs one; what was taken, to ``_release``. Nothing is held if
-    the wait is cancelled.
+    thread slot if the job needs one: what was taken, to ``_release``, and what the job
+    lends to the calls it runs (``_LENT``). Nothing is held if the wait is cancelled.
 
     A job's own limiter that is also one of ``limiters`` (a tool limited by the shared cap
     itself) is taken once, at the cap's place: every job of the batch then takes it in the
     same order, so none holds it while waiting for a slot another holds while waiting for it.
+    A limiter a call this job runs inside holds is not taken: the job takes its turn on
+    that call's slot instead (``_Lent``), at the same place in the order.
     """
     own = job.limiter
     order = limiters if own is None or _in(own, limiters) else (own, *limiters)
+    lent = _LENT.get()
+    lending = dict(lent)
     held: list[Any] = []
+    asked: list[anyio.CapacityLimiter] = []
     try:
         for limiter in order:
-            if _in(limiter, held):
+            if _in(limiter, asked):
                 continue  # the same limiter passed twice: taken once
-            if not _try_acquire(limiter):
-                await limiter.acquire()
-            held.append(limiter)
+            asked.append(limiter)
+            lender = lent.get(limiter)
+            taken = limiter if lender is None else lender.turns()
+            if not _try_acquire(taken):
+                await taken.acquire()
+            held.append(taken)
+            lending[limiter] = _Lent()
         if job.threads is not None:
             held.append(await job.threads.reserve(job.key))
     except BaseException:
         _release(held)
         raise
-    return held
+    return held, lending
 
 
 def _release(held: Sequence[Any]) -> None:
@@ -152,15 +193,21 @@ async def run_limited(
     The job's own (per-resource) limiter is taken first so a call waiting for a busy
     resource does not sit on a slot another call could use; every job takes its limiters
     in the same order and each one once, so two batches sharing a limiter cannot deadlock.
-    The deadline is set once all are held: time spent queueing never counts.
+    The deadline is set once all are held: time spent queueing never counts. While it
+    runs, the job lends the limiter slots it holds to the calls it runs (``_Lent``).
     """
     plain = job.limiter is None and not limiters and job.threads is None
-    held: Sequence[Any] = () if plain else await _acquire(job, limiters)
+    held: Sequence[Any] = ()
+    lending = None
+    if not plain:
+        held, lending = await _acquire(job, limiters)
     try:
         start = backend.clock()
         deadline = start + job.timeout
-        # The tool node finds the call's thread slot here (the task's context).
+        # The tool node finds the call's thread slot here (the task's context), and the
+        # calls this one runs the limiter slots it lends them.
         bound = bind_slot(held[-1]) if job.threads is not None else None
+        lends = _LENT.set(lending) if lending else None
         try:
             scope = job._scope = backend.call_scope(deadline)
             if job.observer is not None:
@@ -172,6 +219,8 @@ async def run_limited(
                 if not scope.cancel_called:
                     job.result = await job.invoke(job.key)
         finally:
+            if lends is not None:
+                _LENT.reset(lends)
             if bound is not None:
                 unbind_slot(bound)
         _settle(job, start, backend.clock(), deadline, scope.cancel_called)
