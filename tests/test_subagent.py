@@ -35,13 +35,16 @@ from reactcore import (
     RunnableConfig,
     SqliteSaver,
     SubagentEvent,
+    SummarizationHook,
     ToolCall,
     ToolCallCancelled,
     ToolCallFinished,
+    ToolCallRequest,
     ToolCallResponse,
     ToolCallStarted,
     ToolCallTimedOut,
     ToolContext,
+    ToolHandler,
     ToolResponseMessage,
     Usage,
     UserMessage,
@@ -613,20 +616,86 @@ def test_the_child_thread_id_is_derived_and_always_valid() -> None:
     assert check_thread_id(odd) == odd
 
 
+class StopAfterTheCall:
+    """A tool interceptor that lets the call run (the child, to its end), then stops the
+    parent there: ``returned`` is set and the answer is never given back."""
+
+    def __init__(self) -> None:
+        self.returned = anyio.Event()
+
+    async def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> Any:
+        await handler(request)
+        self.returned.set()
+        await anyio.sleep_forever()
+
+
 async def test_a_child_that_finished_before_the_parent_recorded_it_is_not_run_again() -> None:
     """If the parent stopped after its child finished but before it recorded the answer,
     the resumed call answers with the child's checkpointed result: the child's model is
     not asked again."""
     saver = MemorySaver()
     child_model = ScriptedChatModel(["the child's answer"], usage=Usage(1, 1, 2))
-    child = ReactAgent("helper", child_model, saver=saver)
-    await child.invoke("do it", RunnableConfig(thread_id=child_thread_id("t", 1, "c1")))
+    child = ReactAgent("helper", child_model)
     model = ScriptedChatModel([asks(("c1", "helper", {"input": "do it"})), answers])
+    stop = StopAfterTheCall()
+    first = ReactAgent("boss", model, tools=[child.as_tool()], saver=saver, interceptors=[stop])
+    config = RunnableConfig(thread_id="t")
+    with anyio.fail_after(WAIT):
+        async with first.start("go", config) as run:
+            await stop.returned.wait()
+            await run.cancel()
+    finished = await saver.get(child_thread_id("t", 1, "c1"))
+    assert finished is not None and finished.next == "end"
     parent = ReactAgent("boss", model, tools=[child.as_tool()], saver=saver)
-    result = await parent.invoke("go", RunnableConfig(thread_id="t"))
+    result = await parent.invoke(None, config)
     assert result.text == "the child's answer"
     assert len(child_model.requests) == 1
     assert result.usage == Usage(1, 1, 2)
+
+
+class PerMessage:
+    """A token counter giving 100 per message: summarisation triggers on the count."""
+
+    def count(self, messages: Any, tools: Any = ()) -> int:
+        return 100 * len(messages)
+
+
+@pytest.mark.usefixtures("scheduler_backend")
+async def test_a_position_repeated_after_summarisation_gets_its_own_child() -> None:
+    """A parent whose model numbers its call ids (``c1`` every turn), with summarisation
+    shrinking its history so that the second turn's call sits at the position of the
+    first's: both calls map to the child thread ``t/2/c1``. The second task gets its own
+    answer (the finished child of the first task is not reused: its thread is replaced),
+    and the child thread then holds the second task's run only."""
+    saver = MemorySaver()
+
+    def research(request: ModelRequest) -> AssistantMessage:
+        return AssistantMessage(f"answer to {request.messages[-1].text}")
+
+    child_model = ScriptedChatModel([research] * 2)
+    child = ReactAgent("researcher", child_model)
+    tasks = iter(["task A", "task B"])
+
+    def lead(request: ModelRequest) -> AssistantMessage:
+        last = request.messages[-1]
+        if isinstance(last, ToolResponseMessage):
+            return AssistantMessage(last.responses[0].response_data)
+        return asks(("c1", "researcher", {"input": next(tasks)}))
+
+    summariser = ScriptedChatModel(["the user asked; task A was answered"])
+    hook = SummarizationHook(450, keep_last=1, model=summariser, counter=PerMessage())
+    parent = ReactAgent(
+        "lead", ScriptedChatModel([lead] * 4), tools=[child.as_tool()], saver=saver, hooks=[hook]
+    )
+    config = RunnableConfig(thread_id="t")
+    first = await parent.invoke([UserMessage("context"), UserMessage("first")], config)
+    second = await parent.invoke("second", config)
+    assert len(summariser.requests) == 1  # the history was shrunk before the second call
+    assert (first.text, second.text) == ("answer to task A", "answer to task B")
+    assert [r.messages[-1].text for r in child_model.requests] == ["task A", "task B"]
+    child_thread = await saver.get(child_thread_id("t", 2, "c1"))
+    assert child_thread is not None
+    assert [m.text for m in child_thread.state["messages"]] == ["task B", "answer to task B"]
 
 
 async def child_finished_calls(db: Path) -> list[str]:
