@@ -17,8 +17,8 @@ What else ties the two runs together:
   resumed after a crash resumes the child where it was. The name is not unique over the
   parent's life (a summarised history repeats positions, a model may number its call
   ids), so the child's state records the task it was started for (``TASK``): a child
-  thread is reused only for that task; one left by an earlier task is deleted and the
-  call starts its child afresh;
+  thread is reused only by a call resumed from the parent's checkpoint, and only for its
+  own task; one left by an earlier call is deleted and the call starts its child afresh;
 - approval: a child paused for a human pauses the parent, its calls listed among the
   parent's as ``<call id>/<child call id>``; the decisions given to the parent reach the
   child when the call runs again (``ToolCallResponse.interrupt``, ``ToolContext.decisions``).
@@ -40,6 +40,7 @@ from ._checkpoint import Checkpoint, Saver
 from ._config import RunnableConfig, check_thread_id
 from ._events import Event, SubagentCall, SubagentEvent
 from ._interceptors import ToolCallResponse
+from ._llm_node import MODEL_ITERATION
 from ._logging import get_logger
 from ._messages import ToolCall, UserMessage
 from ._result import AgentResult
@@ -143,7 +144,10 @@ class Subagent:
         )
         task = value.input if isinstance(value, Task) else to_json_text(value)
         digest = task_digest(agent.name, context.call, task)
-        checkpoint = await self._checkpoint(agent, config.thread_id, digest)
+        # A call the model made in this run (the run's context counts its model calls) is
+        # new: no child thread can be its yet. Else it was resumed from a checkpoint.
+        new = MODEL_ITERATION in context.config.context
+        checkpoint = await self._checkpoint(agent, config.thread_id, digest, new)
         if checkpoint is not None and checkpoint.next == "end":
             # It finished before the parent recorded its answer (the parent stopped
             # in between): its result, without running anything again.
@@ -189,19 +193,20 @@ class Subagent:
         return child_thread_id(parent, position, context.call.id)
 
     async def _checkpoint(
-        self, agent: ReactAgent, thread_id: str | None, digest: str
+        self, agent: ReactAgent, thread_id: str | None, digest: str, new: bool
     ) -> Checkpoint | None:
-        """The latest checkpoint of the child thread, if it is this task's (``digest``).
+        """The latest checkpoint of the child thread, if it is this call's: the call was
+        resumed (not ``new``) and the checkpoint is of its task (``digest``).
 
-        A checkpoint of another task — an earlier call that got the same thread name, once
-        a summarised history repeated the calling message's position — is stale: the
-        thread is deleted (that call has ended: its answer, if it had one, is in the
-        parent's history) and the task starts afresh under the name.
+        Any other is stale — an earlier call's that got the same thread name, once a
+        summarised history repeated the calling message's position, be it the same task
+        word for word: the thread is deleted (that call has ended: its answer, if it had
+        one, is in the parent's history) and the task starts afresh under the name.
         """
         if agent.saver is None or thread_id is None:
             return None
         checkpoint = await agent.saver.get(thread_id)
-        if checkpoint is None or checkpoint.state.get(TASK) == digest:
+        if checkpoint is None or (not new and checkpoint.state.get(TASK) == digest):
             return checkpoint
         get_logger(agent=self.agent.name).warning(
             "subagent_stale_thread_deleted", thread_id=thread_id, next=checkpoint.next

@@ -660,42 +660,92 @@ class PerMessage:
         return 100 * len(messages)
 
 
-@pytest.mark.usefixtures("scheduler_backend")
-async def test_a_position_repeated_after_summarisation_gets_its_own_child() -> None:
-    """A parent whose model numbers its call ids (``c1`` every turn), with summarisation
-    shrinking its history so that the second turn's call sits at the position of the
-    first's: both calls map to the child thread ``t/2/c1``. The second task gets its own
-    answer (the finished child of the first task is not reused: its thread is replaced),
-    and the child thread then holds the second task's run only."""
-    saver = MemorySaver()
+class TwoTurns:
+    """A parent (``lead``) whose model calls its child (``researcher``) once a turn, always
+    as ``c1``, for ``tasks`` in turn, and answers with the child's answer; summarisation
+    shrinks its history before the second turn's call, which then sits at the position of
+    the first's (2): both map to the child thread ``t/2/c1``. The child answers
+    ``answer <n> to <task>``, ``n`` counting its runs."""
 
-    def research(request: ModelRequest) -> AssistantMessage:
-        return AssistantMessage(f"answer to {request.messages[-1].text}")
+    def __init__(self, *tasks: str) -> None:
+        self.saver = MemorySaver()
+        self.runs = 0
+        self.child_model = ScriptedChatModel([self.research] * 2)
+        self.tasks = iter(tasks)
+        self.model = ScriptedChatModel([self.lead] * 4)
+        self.summariser = ScriptedChatModel(["the user asked; task A was answered"])
+        hook = SummarizationHook(450, keep_last=1, model=self.summariser, counter=PerMessage())
+        child = ReactAgent("researcher", self.child_model)
+        self.options: dict[str, Any] = {
+            "tools": [child.as_tool()],
+            "saver": self.saver,
+            "hooks": [hook],
+        }
 
-    child_model = ScriptedChatModel([research] * 2)
-    child = ReactAgent("researcher", child_model)
-    tasks = iter(["task A", "task B"])
+    def research(self, request: ModelRequest) -> AssistantMessage:
+        self.runs += 1
+        return AssistantMessage(f"answer {self.runs} to {request.messages[-1].text}")
 
-    def lead(request: ModelRequest) -> AssistantMessage:
+    def lead(self, request: ModelRequest) -> AssistantMessage:
         last = request.messages[-1]
         if isinstance(last, ToolResponseMessage):
             return AssistantMessage(last.responses[0].response_data)
-        return asks(("c1", "researcher", {"input": next(tasks)}))
+        return asks(("c1", "researcher", {"input": next(self.tasks)}))
 
-    summariser = ScriptedChatModel(["the user asked; task A was answered"])
-    hook = SummarizationHook(450, keep_last=1, model=summariser, counter=PerMessage())
-    parent = ReactAgent(
-        "lead", ScriptedChatModel([lead] * 4), tools=[child.as_tool()], saver=saver, hooks=[hook]
-    )
-    config = RunnableConfig(thread_id="t")
-    first = await parent.invoke([UserMessage("context"), UserMessage("first")], config)
-    second = await parent.invoke("second", config)
-    assert len(summariser.requests) == 1  # the history was shrunk before the second call
-    assert (first.text, second.text) == ("answer to task A", "answer to task B")
-    assert [r.messages[-1].text for r in child_model.requests] == ["task A", "task B"]
-    child_thread = await saver.get(child_thread_id("t", 2, "c1"))
+    def parent(self, **options: Any) -> ReactAgent:
+        return ReactAgent("lead", self.model, **self.options, **options)
+
+    async def first_turn(self) -> str:
+        first = [UserMessage("context"), UserMessage("first")]
+        return (await self.parent().invoke(first, RunnableConfig(thread_id="t"))).text
+
+
+@pytest.mark.usefixtures("scheduler_backend")
+@pytest.mark.parametrize("again", ["task B", "task A"], ids=["another-task", "the-same-task"])
+async def test_a_position_repeated_after_summarisation_gets_its_own_child(again: str) -> None:
+    """The second turn's call lands on the first turn's finished child thread
+    (``TwoTurns``). It runs a child of its own — for another task, and for the same task
+    asked again word for word — and gets its answer (the first call's finished child is
+    not reused: its thread is replaced by the second call's run)."""
+    turns = TwoTurns("task A", again)
+    first = await turns.first_turn()
+    second = await turns.parent().invoke("second", RunnableConfig(thread_id="t"))
+    assert len(turns.summariser.requests) == 1  # the history was shrunk before the call
+    assert (first, second.text) == ("answer 1 to task A", f"answer 2 to {again}")
+    assert [r.messages[-1].text for r in turns.child_model.requests] == ["task A", again]
+    child_thread = await turns.saver.get(child_thread_id("t", 2, "c1"))
     assert child_thread is not None
-    assert [m.text for m in child_thread.state["messages"]] == ["task B", "answer to task B"]
+    assert [m.text for m in child_thread.state["messages"]] == [again, second.text]
+
+
+class StopBeforeTheCall:
+    """A tool interceptor that stops the parent as a call is about to run (``reached``)."""
+
+    def __init__(self) -> None:
+        self.reached = anyio.Event()
+
+    async def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> Any:
+        self.reached.set()
+        await anyio.sleep_forever()
+
+
+async def test_a_resumed_call_reuses_a_child_thread_only_for_its_own_task() -> None:
+    """The second turn's call lands on the first turn's finished child thread
+    (``TwoTurns``), and the parent stops before it runs; resumed, the call finds a child
+    thread it could have started, but of another task: it starts its own child and gets
+    its own answer."""
+    turns = TwoTurns("task A", "task B")
+    await turns.first_turn()
+    config = RunnableConfig(thread_id="t")
+    stop = StopBeforeTheCall()
+    with anyio.fail_after(WAIT):
+        async with turns.parent(interceptors=[stop]).start("second", config) as run:
+            await stop.reached.wait()
+            await run.cancel()
+    stale = await turns.saver.get(child_thread_id("t", 2, "c1"))
+    assert stale is not None and stale.state["messages"][0].text == "task A"
+    result = await turns.parent().invoke(None, config)
+    assert result.text == "answer 2 to task B"
 
 
 async def child_finished_calls(db: Path) -> list[str]:
