@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from types import MappingProxyType
 from typing import Any, Protocol
 
 import anyio
@@ -73,6 +72,14 @@ class Job:
     duration: float = 0.0
     cancel_reason: str | None = None
     _scope: CallScope | None = None
+    # Lending (``_lent``): the limiters the job holds a slot of (or its turn on one), as
+    # the job named them; the job it runs inside, if that one holds limiters; the
+    # one-token limiters the calls it runs take turns on, per limiter it lends.
+    _holds: Sequence[anyio.CapacityLimiter] = attrs.field(default=(), init=False)
+    _enclosing: Job | None = attrs.field(default=None, init=False)
+    _turns: dict[anyio.CapacityLimiter, anyio.CapacityLimiter] | None = attrs.field(
+        default=None, init=False
+    )
 
     @property
     def running(self) -> bool:
@@ -90,25 +97,25 @@ class Job:
         return True
 
 
-@attrs.define(eq=False)
-class _Lent:
-    """A limiter slot a running call holds, lent to the calls it runs: they take turns on
-    it through a one-token limiter of their own (made when first asked for), so at most
-    one of them works at a time on the caller's slot, and none waits for the limiter."""
-
-    _turns: anyio.CapacityLimiter | None = None
-
-    def turns(self) -> anyio.CapacityLimiter:
-        if self._turns is None:
-            self._turns = anyio.CapacityLimiter(1)
-        return self._turns
+# In the task of a running job that holds limiters, and in the tasks it starts (a
+# sub-agent's run, its batches' workers: context variables reach them on every backend):
+# that job, the innermost one, whose limiter slots the calls it runs borrow (``_lent``).
+_RUNNING: ContextVar[Job | None] = ContextVar("reactcore_running_job", default=None)
 
 
-Lending = Mapping[anyio.CapacityLimiter, _Lent]
-# In the task (and the tasks it starts) of a running call: each limiter a call it runs
-# inside holds → that call's lent slot. Context variables reach the tasks a call starts
-# (a sub-agent's run, its batches' workers) on every backend.
-_LENT: ContextVar[Lending] = ContextVar("reactcore_lent_slots", default=MappingProxyType({}))
+def _lent(limiter: anyio.CapacityLimiter, enclosing: Job | None) -> anyio.CapacityLimiter | None:
+    """Where a job run inside ``enclosing`` takes its turn on ``limiter``: the one-token
+    limiter of the innermost enclosing job that holds ``limiter`` (made when first asked
+    for), or ``None`` when none holds it (the job then takes ``limiter`` itself)."""
+    job = enclosing
+    while job is not None:
+        if _in(limiter, job._holds):
+            lent = job._turns = job._turns if job._turns is not None else {}
+            if limiter not in lent:
+                lent[limiter] = anyio.CapacityLimiter(1)
+            return lent[limiter]
+        job = job._enclosing
+    return None
 
 
 def _try_acquire(limiter: anyio.CapacityLimiter) -> bool:
@@ -138,42 +145,37 @@ def _in(limiter: anyio.CapacityLimiter, limiters: Sequence[Any]) -> bool:
     return any(limiter is other for other in limiters)
 
 
-async def _acquire(
-    job: Job, limiters: Sequence[anyio.CapacityLimiter]
-) -> tuple[list[Any], Lending]:
+async def _acquire(job: Job, limiters: Sequence[anyio.CapacityLimiter]) -> list[Any]:
     """Take the job's own limiter, then ``limiters`` in order (each at most once), then a
-    thread slot if the job needs one: what was taken, to ``_release``, and what the job
-    lends to the calls it runs (``_LENT``). Nothing is held if the wait is cancelled.
+    thread slot if the job needs one; what was taken, to ``_release``. Nothing is held if
+    the wait is cancelled.
 
     A job's own limiter that is also one of ``limiters`` (a tool limited by the shared cap
     itself) is taken once, at the cap's place: every job of the batch then takes it in the
     same order, so none holds it while waiting for a slot another holds while waiting for it.
-    A limiter a call this job runs inside holds is not taken: the job takes its turn on
-    that call's slot instead (``_Lent``), at the same place in the order.
+    A limiter that a job this one runs inside holds is not taken: this job takes its turn
+    on that job's slot instead (``_lent``), at the same place in the order.
     """
     own = job.limiter
     order = limiters if own is None or _in(own, limiters) else (own, *limiters)
-    lent = _LENT.get()
-    lending = dict(lent)
+    enclosing = job._enclosing = _RUNNING.get()
     held: list[Any] = []
-    asked: list[anyio.CapacityLimiter] = []
     try:
-        for limiter in order:
-            if _in(limiter, asked):
+        for index, limiter in enumerate(order):
+            if index and _in(limiter, order[:index]):
                 continue  # the same limiter passed twice: taken once
-            asked.append(limiter)
-            lender = lent.get(limiter)
-            taken = limiter if lender is None else lender.turns()
+            turns = None if enclosing is None else _lent(limiter, enclosing)
+            taken = limiter if turns is None else turns
             if not _try_acquire(taken):
                 await taken.acquire()
             held.append(taken)
-            lending[limiter] = _Lent()
         if job.threads is not None:
             held.append(await job.threads.reserve(job.key))
     except BaseException:
         _release(held)
         raise
-    return held, lending
+    job._holds = order
+    return held
 
 
 def _release(held: Sequence[Any]) -> None:
@@ -194,20 +196,17 @@ async def run_limited(
     resource does not sit on a slot another call could use; every job takes its limiters
     in the same order and each one once, so two batches sharing a limiter cannot deadlock.
     The deadline is set once all are held: time spent queueing never counts. While it
-    runs, the job lends the limiter slots it holds to the calls it runs (``_Lent``).
+    runs, the job lends the limiter slots it holds to the calls it runs (``_lent``).
     """
     plain = job.limiter is None and not limiters and job.threads is None
-    held: Sequence[Any] = ()
-    lending = None
-    if not plain:
-        held, lending = await _acquire(job, limiters)
+    held: Sequence[Any] = () if plain else await _acquire(job, limiters)
     try:
         start = backend.clock()
         deadline = start + job.timeout
         # The tool node finds the call's thread slot here (the task's context), and the
         # calls this one runs the limiter slots it lends them.
         bound = bind_slot(held[-1]) if job.threads is not None else None
-        lends = _LENT.set(lending) if lending else None
+        lends = _RUNNING.set(job) if job._holds else None
         try:
             scope = job._scope = backend.call_scope(deadline)
             if job.observer is not None:
@@ -220,7 +219,7 @@ async def run_limited(
                     job.result = await job.invoke(job.key)
         finally:
             if lends is not None:
-                _LENT.reset(lends)
+                _RUNNING.reset(lends)
             if bound is not None:
                 unbind_slot(bound)
         _settle(job, start, backend.clock(), deadline, scope.cancel_called)
