@@ -7,6 +7,13 @@ that one call and the batch goes on; a cancellation from outside stops the whole
 and every async call's cleanup has run before the batch returns. The scheduler knows
 nothing of tools or messages: it runs ``Job.invoke`` and reports how each job ended.
 
+A running call lends the limiter slots it holds to the calls it runs itself (a sub-agent's
+tool calls, inside the call that runs the sub-agent): a nested call that names a limiter
+its caller holds takes turns on the caller's slot instead of waiting for another one, so
+one limiter shared by a parent and its sub-agent never deadlocks (the child's calls would
+otherwise wait for the slot their caller holds until it times out), and what the limiter
+bounds is still the calls working at once, over the whole tree.
+
 Scopes, tasks and the clock come from the backend seam (``_backends``): native on asyncio
 and on trio, anyio's portable implementation as the reference.
 """
@@ -16,6 +23,7 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 import anyio
@@ -64,6 +72,14 @@ class Job:
     duration: float = 0.0
     cancel_reason: str | None = None
     _scope: CallScope | None = None
+    # Lending (``_lent``): the limiters the job holds a slot of (or its turn on one), as
+    # the job named them; the job it runs inside, if that one holds limiters; the
+    # one-token limiters the calls it runs take turns on, per limiter it lends.
+    _holds: Sequence[anyio.CapacityLimiter] = attrs.field(default=(), init=False)
+    _enclosing: Job | None = attrs.field(default=None, init=False)
+    _turns: dict[anyio.CapacityLimiter, anyio.CapacityLimiter] | None = attrs.field(
+        default=None, init=False
+    )
 
     @property
     def running(self) -> bool:
@@ -79,6 +95,27 @@ class Job:
         self.cancel_reason = reason
         self._scope.cancel()
         return True
+
+
+# In the task of a running job that holds limiters, and in the tasks it starts (a
+# sub-agent's run, its batches' workers: context variables reach them on every backend):
+# that job, the innermost one, whose limiter slots the calls it runs borrow (``_lent``).
+_RUNNING: ContextVar[Job | None] = ContextVar("reactcore_running_job", default=None)
+
+
+def _lent(limiter: anyio.CapacityLimiter, enclosing: Job | None) -> anyio.CapacityLimiter | None:
+    """Where a job run inside ``enclosing`` takes its turn on ``limiter``: the one-token
+    limiter of the innermost enclosing job that holds ``limiter`` (made when first asked
+    for), or ``None`` when none holds it (the job then takes ``limiter`` itself)."""
+    job = enclosing
+    while job is not None:
+        if _in(limiter, job._holds):
+            lent = job._turns = job._turns if job._turns is not None else {}
+            if limiter not in lent:
+                lent[limiter] = anyio.CapacityLimiter(1)
+            return lent[limiter]
+        job = job._enclosing
+    return None
 
 
 def _try_acquire(limiter: anyio.CapacityLimiter) -> bool:
@@ -116,22 +153,28 @@ async def _acquire(job: Job, limiters: Sequence[anyio.CapacityLimiter]) -> list[
     A job's own limiter that is also one of ``limiters`` (a tool limited by the shared cap
     itself) is taken once, at the cap's place: every job of the batch then takes it in the
     same order, so none holds it while waiting for a slot another holds while waiting for it.
+    A limiter that a job this one runs inside holds is not taken: this job takes its turn
+    on that job's slot instead (``_lent``), at the same place in the order.
     """
     own = job.limiter
     order = limiters if own is None or _in(own, limiters) else (own, *limiters)
+    enclosing = job._enclosing = _RUNNING.get()
     held: list[Any] = []
     try:
-        for limiter in order:
-            if _in(limiter, held):
+        for index, limiter in enumerate(order):
+            if index and _in(limiter, order[:index]):
                 continue  # the same limiter passed twice: taken once
-            if not _try_acquire(limiter):
-                await limiter.acquire()
-            held.append(limiter)
+            turns = None if enclosing is None else _lent(limiter, enclosing)
+            taken = limiter if turns is None else turns
+            if not _try_acquire(taken):
+                await taken.acquire()
+            held.append(taken)
         if job.threads is not None:
             held.append(await job.threads.reserve(job.key))
     except BaseException:
         _release(held)
         raise
+    job._holds = order
     return held
 
 
@@ -152,15 +195,18 @@ async def run_limited(
     The job's own (per-resource) limiter is taken first so a call waiting for a busy
     resource does not sit on a slot another call could use; every job takes its limiters
     in the same order and each one once, so two batches sharing a limiter cannot deadlock.
-    The deadline is set once all are held: time spent queueing never counts.
+    The deadline is set once all are held: time spent queueing never counts. While it
+    runs, the job lends the limiter slots it holds to the calls it runs (``_lent``).
     """
     plain = job.limiter is None and not limiters and job.threads is None
     held: Sequence[Any] = () if plain else await _acquire(job, limiters)
     try:
         start = backend.clock()
         deadline = start + job.timeout
-        # The tool node finds the call's thread slot here (the task's context).
+        # The tool node finds the call's thread slot here (the task's context), and the
+        # calls this one runs the limiter slots it lends them.
         bound = bind_slot(held[-1]) if job.threads is not None else None
+        lends = _RUNNING.set(job) if job._holds else None
         try:
             scope = job._scope = backend.call_scope(deadline)
             if job.observer is not None:
@@ -172,6 +218,8 @@ async def run_limited(
                 if not scope.cancel_called:
                     job.result = await job.invoke(job.key)
         finally:
+            if lends is not None:
+                _RUNNING.reset(lends)
             if bound is not None:
                 unbind_slot(bound)
         _settle(job, start, backend.clock(), deadline, scope.cancel_called)

@@ -14,7 +14,11 @@ What else ties the two runs together:
 - checkpoints: with a saver (the child's own, else the parent's) and a parent thread, the
   child checkpoints under a thread of its own, derived from the parent's thread, the
   position of the calling message and the call id (``child_thread_id``), so a parent
-  resumed after a crash resumes the child where it was;
+  resumed after a crash resumes the child where it was. The name is not unique over the
+  parent's life (a summarised history repeats positions, a model may number its call
+  ids), so the child's state records the task it was started for (``TASK``): a child
+  thread is reused only by a call resumed from the parent's checkpoint, and only for its
+  own task; one left by an earlier call is deleted and the call starts its child afresh;
 - approval: a child paused for a human pauses the parent, its calls listed among the
   parent's as ``<call id>/<child call id>``; the decisions given to the parent reach the
   child when the call runs again (``ToolCallResponse.interrupt``, ``ToolContext.decisions``).
@@ -36,7 +40,9 @@ from ._checkpoint import Checkpoint, Saver
 from ._config import RunnableConfig, check_thread_id
 from ._events import Event, SubagentCall, SubagentEvent
 from ._interceptors import ToolCallResponse
-from ._messages import ToolCall
+from ._llm_node import MODEL_ITERATION
+from ._logging import get_logger
+from ._messages import ToolCall, UserMessage
 from ._result import AgentResult
 from ._results import to_json_text
 from ._run_context import CALLER, Caller
@@ -46,6 +52,10 @@ from ._tools import Tool, ToolContext, check_tool_name
 if TYPE_CHECKING:
     from ._agent import ReactAgent
     from ._input import AgentInput
+
+
+# In a child's state: the digest of the task it was started for (``task_digest``).
+TASK = "_subagent_task_"
 
 
 @attrs.frozen
@@ -73,6 +83,14 @@ def child_thread_id(parent: str, position: int, call_id: str) -> str:
     except ValueError:
         digest = hashlib.sha256(composed.encode("utf-8", "surrogatepass")).hexdigest()
         return f"{parent[:200]}/{digest}"
+
+
+def task_digest(agent: str, call: ToolCall, task: str) -> str:
+    """What identifies the task of a child run: agent ``agent`` started by ``call`` with
+    ``task`` as its first message (sha256, hex). A resumed parent's call gives the same
+    digest; another task that lands on the same child thread gives another."""
+    identity = json.dumps([agent, call.name, call.id, task], ensure_ascii=False)
+    return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def passed_up(above: SubagentCall, event: Event) -> SubagentEvent:
@@ -124,16 +142,19 @@ class Subagent:
         config = RunnableConfig(
             thread_id=self._thread(agent, context), metadata=context.config.metadata
         )
-        checkpoint = None
-        if agent.saver is not None and config.thread_id is not None:
-            checkpoint = await agent.saver.get(config.thread_id)
+        task = value.input if isinstance(value, Task) else to_json_text(value)
+        digest = task_digest(agent.name, context.call, task)
+        # A call the model made in this run (the run's context counts its model calls) is
+        # new: no child thread can be its yet. Else it was resumed from a checkpoint.
+        new = MODEL_ITERATION in context.config.context
+        checkpoint = await self._checkpoint(agent, config.thread_id, digest, new)
         if checkpoint is not None and checkpoint.next == "end":
             # It finished before the parent recorded its answer (the parent stopped
             # in between): its result, without running anything again.
             state = OverAllState(checkpoint.state.data, agent.key_strategies)
             result = agent.result(state, checkpoint.model_calls)
         else:
-            start = self._input(value, checkpoint, context)
+            start = self._input(task, digest, checkpoint, context)
             result = await self._run(agent, start, config, caller, context.call.id)
         if result.status == "interrupted":
             return self._paused(result, config, caller)
@@ -171,12 +192,35 @@ class Subagent:
         position = _position(context._source)  # the batch's state, not a copy of it
         return child_thread_id(parent, position, context.call.id)
 
+    async def _checkpoint(
+        self, agent: ReactAgent, thread_id: str | None, digest: str, new: bool
+    ) -> Checkpoint | None:
+        """The latest checkpoint of the child thread, if it is this call's: the call was
+        resumed (not ``new``) and the checkpoint is of its task (``digest``).
+
+        Any other is stale — an earlier call's that got the same thread name, once a
+        summarised history repeated the calling message's position, be it the same task
+        word for word: the thread is deleted (that call has ended: its answer, if it had
+        one, is in the parent's history) and the task starts afresh under the name.
+        """
+        if agent.saver is None or thread_id is None:
+            return None
+        checkpoint = await agent.saver.get(thread_id)
+        if checkpoint is None or (not new and checkpoint.state.get(TASK) == digest):
+            return checkpoint
+        get_logger(agent=self.agent.name).warning(
+            "subagent_stale_thread_deleted", thread_id=thread_id, next=checkpoint.next
+        )
+        await agent.saver.delete(thread_id)
+        return None
+
     def _input(
-        self, value: Any, checkpoint: Checkpoint | None, context: ToolContext
+        self, task: str, digest: str, checkpoint: Checkpoint | None, context: ToolContext
     ) -> AgentInput | Resume | None:
-        """A new child run's task; else how to go on with the one the checkpoint holds."""
+        """A new child run's input (its task, and the task's digest kept in its state);
+        else how to go on with the one the checkpoint holds."""
         if checkpoint is None:
-            return value.input if isinstance(value, Task) else to_json_text(value)
+            return {MESSAGES: [UserMessage(task)], TASK: digest}
         if checkpoint.interrupt:
             return context.decisions or Resume({})
         return None  # stopped midway (the parent crashed or was cancelled): resume it

@@ -19,7 +19,7 @@ from reactcore import (
     tool,
 )
 from reactcore.models.scripted import ScriptedChatModel
-from tests.helpers import asks, call, calls_state
+from tests.helpers import answers, asks, call, calls_state
 from tests.helpers import response_texts as texts
 
 pytestmark = pytest.mark.anyio
@@ -256,3 +256,38 @@ async def test_a_cap_that_is_one_tools_limiter_in_a_mixed_batch_never_deadlocks(
         update = await node(calls_state(*calls))
     assert texts(update) == ["free", "row"] * 3
     assert shared.borrowed_tokens == 0
+
+
+@pytest.mark.usefixtures("scheduler_backend")
+@pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "sequential"])
+async def test_one_limiter_shared_by_a_parent_and_its_subagent_never_deadlocks(
+    parallel: bool,
+) -> None:
+    """One ``CapacityLimiter(1)`` as the ``tool_limiter`` of a parent and of the agent it
+    calls through ``as_tool()``: the sub-agent's call holds the slot and lends it to the
+    child's two calls, which take turns on it — the run finishes (before, the child's
+    calls waited for the slot their caller held until the timeout). The parent's other
+    call waits for the limiter, so at most one call works at a time over both agents."""
+    shared = anyio.CapacityLimiter(1)
+    flight = InFlight()
+    leaf = flight.passing("leaf", "leaf")
+    child_model = ScriptedChatModel(
+        [asks(("k1", "leaf", {"run": "child"}), ("k2", "leaf", {"run": "child"})), answers]
+    )
+    child = ReactAgent(
+        "helper", child_model, tools=[leaf], parallel_tool_execution=True, tool_limiter=shared
+    )
+    parent_model = ScriptedChatModel(
+        [asks(("c1", "helper", {"input": "go"}), ("c2", "leaf", {"run": "parent"})), answers]
+    )
+    parent = ReactAgent(
+        "boss",
+        parent_model,
+        tools=[child.as_tool(), leaf],
+        parallel_tool_execution=parallel,
+        tool_limiter=shared,
+    )
+    with anyio.fail_after(30):  # the calls' own timeout is 300 s: a deadlock fails here
+        result = await parent.invoke("start")
+    assert result.text == "leaf | leaf | leaf"
+    assert flight.most_total == 1 and shared.borrowed_tokens == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from reactcore._scheduler import Job, Status, run_parallel, run_sequential
@@ -286,3 +287,41 @@ def test_only_the_backend_seam_uses_asyncio_or_trio_directly() -> None:
         if "_backends" not in path.parts and path not in allowed and direct.search(path.read_text())
     ]
     assert found == []
+
+
+@pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "sequential"])
+async def test_a_job_lends_its_limiter_slot_to_the_jobs_it_runs(parallel: bool) -> None:
+    """A job holding the one slot of a shared limiter runs a batch of its own (as a
+    sub-agent's call runs its child's tools) whose jobs name the same limiter: they take
+    turns on the slot their caller holds — no deadlock, never two at once — while a job
+    outside waits for the limiter itself until the caller has ended."""
+    shared = anyio.CapacityLimiter(1)
+    running: list[str] = []
+    most = 0
+    order: list[str] = []
+
+    async def leaf(key: Any) -> str:
+        nonlocal most
+        running.append(key)
+        most = max(most, len(running))
+        await anyio.lowlevel.checkpoint()
+        running.remove(key)
+        order.append(key)
+        return f"{key} done"
+
+    async def caller(key: Any) -> list[Any]:
+        inner = [Job(leaf, timeout=60, key=f"inner-{i}") for i in range(3)]
+        if parallel:
+            await run_parallel(inner, 3, [shared])
+        else:
+            await run_sequential(inner, [shared])
+        order.append(key)
+        return [job.result for job in inner]
+
+    outer = Job(caller, timeout=60, key="caller")
+    outside = Job(leaf, timeout=60, key="outside")
+    with anyio.fail_after(20):  # before lending, the inner jobs waited for the caller's slot
+        await run_parallel([outer, outside], 2, [shared])
+    assert (outer.status, outer.result) == (Status.DONE, [f"inner-{i} done" for i in range(3)])
+    assert (outside.status, outside.result) == (Status.DONE, "outside done")
+    assert most == 1 and order[-1] == "outside" and shared.borrowed_tokens == 0

@@ -35,13 +35,16 @@ from reactcore import (
     RunnableConfig,
     SqliteSaver,
     SubagentEvent,
+    SummarizationHook,
     ToolCall,
     ToolCallCancelled,
     ToolCallFinished,
+    ToolCallRequest,
     ToolCallResponse,
     ToolCallStarted,
     ToolCallTimedOut,
     ToolContext,
+    ToolHandler,
     ToolResponseMessage,
     Usage,
     UserMessage,
@@ -613,20 +616,136 @@ def test_the_child_thread_id_is_derived_and_always_valid() -> None:
     assert check_thread_id(odd) == odd
 
 
+class StopAfterTheCall:
+    """A tool interceptor that lets the call run (the child, to its end), then stops the
+    parent there: ``returned`` is set and the answer is never given back."""
+
+    def __init__(self) -> None:
+        self.returned = anyio.Event()
+
+    async def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> Any:
+        await handler(request)
+        self.returned.set()
+        await anyio.sleep_forever()
+
+
 async def test_a_child_that_finished_before_the_parent_recorded_it_is_not_run_again() -> None:
     """If the parent stopped after its child finished but before it recorded the answer,
     the resumed call answers with the child's checkpointed result: the child's model is
     not asked again."""
     saver = MemorySaver()
     child_model = ScriptedChatModel(["the child's answer"], usage=Usage(1, 1, 2))
-    child = ReactAgent("helper", child_model, saver=saver)
-    await child.invoke("do it", RunnableConfig(thread_id=child_thread_id("t", 1, "c1")))
+    child = ReactAgent("helper", child_model)
     model = ScriptedChatModel([asks(("c1", "helper", {"input": "do it"})), answers])
+    stop = StopAfterTheCall()
+    first = ReactAgent("boss", model, tools=[child.as_tool()], saver=saver, interceptors=[stop])
+    config = RunnableConfig(thread_id="t")
+    with anyio.fail_after(WAIT):
+        async with first.start("go", config) as run:
+            await stop.returned.wait()
+            await run.cancel()
+    finished = await saver.get(child_thread_id("t", 1, "c1"))
+    assert finished is not None and finished.next == "end"
     parent = ReactAgent("boss", model, tools=[child.as_tool()], saver=saver)
-    result = await parent.invoke("go", RunnableConfig(thread_id="t"))
+    result = await parent.invoke(None, config)
     assert result.text == "the child's answer"
     assert len(child_model.requests) == 1
     assert result.usage == Usage(1, 1, 2)
+
+
+class PerMessage:
+    """A token counter giving 100 per message: summarisation triggers on the count."""
+
+    def count(self, messages: Any, tools: Any = ()) -> int:
+        return 100 * len(messages)
+
+
+class TwoTurns:
+    """A parent (``lead``) whose model calls its child (``researcher``) once a turn, always
+    as ``c1``, for ``tasks`` in turn, and answers with the child's answer; summarisation
+    shrinks its history before the second turn's call, which then sits at the position of
+    the first's (2): both map to the child thread ``t/2/c1``. The child answers
+    ``answer <n> to <task>``, ``n`` counting its runs."""
+
+    def __init__(self, *tasks: str) -> None:
+        self.saver = MemorySaver()
+        self.runs = 0
+        self.child_model = ScriptedChatModel([self.research] * 2)
+        self.tasks = iter(tasks)
+        self.model = ScriptedChatModel([self.lead] * 4)
+        self.summariser = ScriptedChatModel(["the user asked; task A was answered"])
+        hook = SummarizationHook(450, keep_last=1, model=self.summariser, counter=PerMessage())
+        child = ReactAgent("researcher", self.child_model)
+        self.options: dict[str, Any] = {
+            "tools": [child.as_tool()],
+            "saver": self.saver,
+            "hooks": [hook],
+        }
+
+    def research(self, request: ModelRequest) -> AssistantMessage:
+        self.runs += 1
+        return AssistantMessage(f"answer {self.runs} to {request.messages[-1].text}")
+
+    def lead(self, request: ModelRequest) -> AssistantMessage:
+        last = request.messages[-1]
+        if isinstance(last, ToolResponseMessage):
+            return AssistantMessage(last.responses[0].response_data)
+        return asks(("c1", "researcher", {"input": next(self.tasks)}))
+
+    def parent(self, **options: Any) -> ReactAgent:
+        return ReactAgent("lead", self.model, **self.options, **options)
+
+    async def first_turn(self) -> str:
+        first = [UserMessage("context"), UserMessage("first")]
+        return (await self.parent().invoke(first, RunnableConfig(thread_id="t"))).text
+
+
+@pytest.mark.usefixtures("scheduler_backend")
+@pytest.mark.parametrize("again", ["task B", "task A"], ids=["another-task", "the-same-task"])
+async def test_a_position_repeated_after_summarisation_gets_its_own_child(again: str) -> None:
+    """The second turn's call lands on the first turn's finished child thread
+    (``TwoTurns``). It runs a child of its own — for another task, and for the same task
+    asked again word for word — and gets its answer (the first call's finished child is
+    not reused: its thread is replaced by the second call's run)."""
+    turns = TwoTurns("task A", again)
+    first = await turns.first_turn()
+    second = await turns.parent().invoke("second", RunnableConfig(thread_id="t"))
+    assert len(turns.summariser.requests) == 1  # the history was shrunk before the call
+    assert (first, second.text) == ("answer 1 to task A", f"answer 2 to {again}")
+    assert [r.messages[-1].text for r in turns.child_model.requests] == ["task A", again]
+    child_thread = await turns.saver.get(child_thread_id("t", 2, "c1"))
+    assert child_thread is not None
+    assert [m.text for m in child_thread.state["messages"]] == [again, second.text]
+
+
+class StopBeforeTheCall:
+    """A tool interceptor that stops the parent as a call is about to run (``reached``)."""
+
+    def __init__(self) -> None:
+        self.reached = anyio.Event()
+
+    async def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> Any:
+        self.reached.set()
+        await anyio.sleep_forever()
+
+
+async def test_a_resumed_call_reuses_a_child_thread_only_for_its_own_task() -> None:
+    """The second turn's call lands on the first turn's finished child thread
+    (``TwoTurns``), and the parent stops before it runs; resumed, the call finds a child
+    thread it could have started, but of another task: it starts its own child and gets
+    its own answer."""
+    turns = TwoTurns("task A", "task B")
+    await turns.first_turn()
+    config = RunnableConfig(thread_id="t")
+    stop = StopBeforeTheCall()
+    with anyio.fail_after(WAIT):
+        async with turns.parent(interceptors=[stop]).start("second", config) as run:
+            await stop.reached.wait()
+            await run.cancel()
+    stale = await turns.saver.get(child_thread_id("t", 2, "c1"))
+    assert stale is not None and stale.state["messages"][0].text == "task A"
+    result = await turns.parent().invoke(None, config)
+    assert result.text == "answer 2 to task B"
 
 
 async def child_finished_calls(db: Path) -> list[str]:
