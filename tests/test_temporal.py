@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -582,13 +583,13 @@ async def test_a_tool_activity_returns_the_whole_response(server: DevServer) -> 
 
 @pytest.mark.anyio
 async def test_tool_data_that_is_not_json_fails_its_activity_naming_the_tool() -> None:
-    """``ToolCallResponse.data`` must be JSON values to cross back to the workflow: a set
+    """``ToolCallResponse.data`` must be JSON values to cross back to the workflow: a lock
     fails the tool activity at once (not retried), with an error naming the tool."""
 
     @tool
     async def gauge() -> ToolCallResponse:
-        """A reading, with a set kept aside."""
-        return ToolCallResponse("read", data={1, 2})
+        """A reading, with a lock kept aside."""
+        return ToolCallResponse("read", data={"guard": threading.Lock()})
 
     durable = TemporalAgent(ReactAgent("gauges", ScriptedChatModel([]), tools=[gauge]))
     argument = codec.dumps(codec.ToolInput("gauges", ToolCall("g1", "gauge", "{}"), 5.0, "t"))
@@ -598,3 +599,33 @@ async def test_tool_data_that_is_not_json_fails_its_activity_naming_the_tool() -
     assert caught.value.message.startswith(
         "tool 'gauge' returned ToolCallResponse.data that is not JSON values"
     )
+
+
+@pytest.mark.anyio
+async def test_a_subagent_sharing_the_tool_limiter_runs_in_its_activity() -> None:
+    """A sub-agent call's activity holds a slot of the shared ``tool_limiter`` while the
+    child runs; the child's tools, limited by the same one-slot limiter, take turns on that
+    slot (as in process) instead of waiting for it until the activity's timeout."""
+    shared = anyio.CapacityLimiter(1)
+
+    @tool
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        assert shared.borrowed_tokens == 1  # the parent's call holds the one slot
+        return f"{key}=1"
+
+    child_model = ScriptedChatModel(
+        [AssistantMessage("", [ToolCall("l1", "lookup", '{"key": "a"}')]), "a is 1"]
+    )
+    child = ReactAgent("child", child_model, tools=[lookup], tool_limiter=shared)
+    parent = ReactAgent(
+        "parent", ScriptedChatModel([]), tools=[child.as_tool()], tool_limiter=shared
+    )
+    durable = TemporalAgent(parent)
+    call = ToolCall("s1", "child", '{"input": "what is a?"}')
+    argument = codec.dumps(codec.ToolInput("parent", call, 30.0, "t-shared"))
+    with anyio.fail_after(20):
+        answer = await ActivityEnvironment().run(Activities({"parent": durable}).tool, argument)
+    output = codec.loads(answer, codec.ToolOutput)
+    assert (output.text, output.is_error, output.timed_out) == ("a is 1", False, False)
+    assert shared.borrowed_tokens == 0

@@ -11,8 +11,7 @@ store a conversation (``reactcore.save``) and read one back, a page at a time
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -25,6 +24,7 @@ from .._exceptions import ModelHTTPError, PayloadMissing
 from .._interceptors import ToolCallRequest, ToolCallResponse
 from .._llm_node import MODEL_ITERATION, STREAM, call_model
 from .._messages import Message
+from .._scheduler import Job, Status, run_limited
 from .._state import MESSAGES, OverAllState
 from .._tools import TOOL_DECISIONS
 from ..models.base import ModelRequest
@@ -198,8 +198,13 @@ class Activities:
         handler = node._guarded(functools.partial(node._execute, True))
 
         async def work() -> ToolCallResponse | None:
-            limiters = (found.limiter, node.tool_limiter)
-            return await _limited(limiters, functools.partial(handler, request), given.timeout)
+            # The scheduler's own rules: the tool's limiter, then the shared one, each
+            # once; the deadline from when they are held; slots lent to nested calls (a
+            # sub-agent's tools sharing the limiter take turns on this call's slot).
+            job = Job(lambda _: handler(request), given.timeout, found.limiter)
+            shared = () if node.tool_limiter is None else (node.tool_limiter,)
+            await run_limited(job, shared)
+            return job.result if job.status is Status.DONE else None
 
         response = await _heartbeating(work, agent.tool_beat_every)
         if response is None:
@@ -221,19 +226,3 @@ class Activities:
                 type="TypeError",
                 non_retryable=True,
             ) from exc
-
-
-async def _limited(
-    limiters: Sequence[anyio.CapacityLimiter | None],
-    work: Callable[[], Awaitable[ToolCallResponse]],
-    seconds: float,
-) -> ToolCallResponse | None:
-    """``work()`` holding ``limiters`` (in order, as the scheduler takes them), within
-    ``seconds`` from when it holds them (``None``: it timed out)."""
-    async with AsyncExitStack() as stack:
-        for limiter in limiters:
-            if limiter is not None:
-                await stack.enter_async_context(limiter)
-        with anyio.move_on_after(seconds):
-            return await work()
-    return None
