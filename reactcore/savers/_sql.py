@@ -142,6 +142,10 @@ STATEMENTS: dict[str, str] = {
     },
 }
 
+FORGET = tuple(f"delete_{t}" for t in ("checkpoints", "segments", "messages", "blobs", "threads"))
+"""The statements ``delete`` runs, in one transaction (SQLite's: it holds the write lock
+from its first statement, so no write comes between them)."""
+
 
 @attrs.frozen
 class Dialect:
@@ -404,6 +408,7 @@ class Tables:
 
     dialect: Dialect
     transact: Transact[Any]
+    forget: tuple[str, ...] = FORGET  # the statements of ``delete``, in one transaction
     _heads: OrderedDict[str, Head] = attrs.field(factory=OrderedDict, init=False)
     _claimed: dict[str, int] = attrs.field(factory=dict, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
@@ -509,14 +514,12 @@ class Tables:
         rows = self._rows(thread_id, "records")
         return [] if rows is None else builtins.list(every(thread_id, rows))
 
-    def delete(self, thread_id: str, *extra: str) -> None:
-        """Forget ``thread_id`` (and its rows of the ``extra`` statements too)."""
+    def delete(self, thread_id: str) -> None:
+        """Forget ``thread_id``: the statements of ``forget``, in one transaction."""
         params = [{"thread": thread_id}]
 
         def forget(conn: Connection) -> None:
-            for table in ("checkpoints", "segments", "messages", "blobs", "threads"):
-                conn.run(f"delete_{table}", params)
-            for name in extra:
+            for name in self.forget:
                 conn.run(name, params)
 
         self.forget_head(thread_id)
@@ -544,7 +547,6 @@ class TableSaver:
     the rule of ``check_thread_id`` (before any I/O)."""
 
     _tables: Tables
-    _forget_also: tuple[str, ...] = ()  # statements ``delete`` runs too
 
     async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """The latest checkpoint of ``thread_id``, or the one named ``checkpoint_id`` (an
@@ -560,7 +562,7 @@ class TableSaver:
     async def delete(self, thread_id: str) -> None:
         """Forget ``thread_id``."""
         check_thread_id(thread_id)
-        await anyio.to_thread.run_sync(self._tables.delete, thread_id, *self._forget_also)
+        await anyio.to_thread.run_sync(self._tables.delete, thread_id)
 
     async def threads(
         self,

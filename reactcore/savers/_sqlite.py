@@ -24,7 +24,7 @@ from .._config import check_thread_id
 from ._document import load_checkpoint
 from ._leases import Lease, LocalLeases, Renewal, hold_lease
 from ._protocol import Checkpoint, _check_thread, _info
-from ._sql import Dialect, Tables, TableSaver, Write, convert, old_table_statements
+from ._sql import FORGET, Dialect, Tables, TableSaver, Write, convert, old_table_statements
 
 _T = TypeVar("_T")
 
@@ -328,14 +328,13 @@ class SqliteSaver(TableSaver):
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _leases: _FileLeases | LocalLeases = attrs.field(init=False)
     _tables: Tables = attrs.field(init=False)
-    _forget_also = ("delete_cancel",)
 
     def __attrs_post_init__(self) -> None:
         if os.fspath(self.path) == ":memory:":
             self._leases = LocalLeases()
         else:
             self._leases = _FileLeases(Path(f"{os.fspath(self.path)}.leases"), self)
-        self._tables = Tables(DIALECT, self._transact)
+        self._tables = Tables(DIALECT, self._transact, (*FORGET, "delete_cancel"))
 
     async def __aenter__(self) -> SqliteSaver:
         await self._run(lambda conn: None)  # open now, so a bad file fails here
