@@ -21,6 +21,7 @@ import attrs
 
 from .. import _validate as valid
 from .._config import check_thread_id
+from .._exceptions import SaverUnavailable
 from ._document import load_checkpoint
 from ._leases import Lease, LocalLeases, Renewal, hold_lease
 from ._protocol import Checkpoint, _check_thread, _info
@@ -142,15 +143,35 @@ def _user_version(conn: sqlite3.Connection) -> int:
 
 def _transaction(conn: sqlite3.Connection, work: Callable[[], _T], write: bool = True) -> _T:
     """Run ``work`` in one transaction: a write transaction takes the write lock at once;
-    a read transaction reads one snapshot of the file, whatever other processes commit."""
+    a read transaction reads one snapshot of the file, whatever other processes commit.
+
+    On a failure the transaction is rolled back, unless SQLite did so already (it does,
+    on a full disk or an I/O error): the failure is raised as it came, and a rollback
+    that fails is noted on it, never raised instead of it."""
     conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
     try:
         result = work()
         conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
+    except BaseException as failure:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error as rollback:  # (the saver drops a connection left open)
+                failure.add_note(f"rolling the transaction back failed too: {rollback}")
         raise
     return result
+
+
+def _unavailable(path: str, error: sqlite3.Error) -> SaverUnavailable | None:
+    """``SaverUnavailable`` for an error of SQLite on the file (a full disk, an I/O
+    error, a file that cannot be opened or is no database, a lock held too long), with
+    SQLite's reason; ``None`` for the errors of a bug (a constraint, misuse of the API)."""
+    if not isinstance(error, sqlite3.OperationalError) and type(error) is not sqlite3.DatabaseError:
+        return None
+    reason = " ".join(str(error).split()) or repr(error)
+    return SaverUnavailable(
+        f"SQLite file {path} cannot be used: {reason} ({error.sqlite_errorname})", target=path
+    )
 
 
 def _create_schema(conn: sqlite3.Connection) -> None:
@@ -356,13 +377,28 @@ class SqliteSaver(TableSaver):
                 self._conn = None
 
     def _locked(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``operation`` on the connection (opened on first use), holding the lock."""
+        """Run ``operation`` on the connection (opened on first use), holding the lock.
+
+        SQLite's errors on the file are raised as ``SaverUnavailable`` with SQLite's
+        reason (see ``_unavailable``); a connection left inside a transaction (its
+        rollback failed) is closed, and the next operation opens a new one.
+        """
         with self._lock:
             if self._closed:
                 raise anyio.ClosedResourceError("this SqliteSaver was closed")
-            if self._conn is None:
-                self._conn = _connect(os.fspath(self.path), self.busy_timeout)
-            return operation(self._conn)
+            path = os.fspath(self.path)
+            try:
+                if self._conn is None:
+                    self._conn = _connect(path, self.busy_timeout)
+                return operation(self._conn)
+            except sqlite3.Error as error:
+                if self._conn is not None and self._conn.in_transaction:
+                    self._conn.close()  # (rolls back)
+                    self._conn = None
+                unavailable = _unavailable(path, error)
+                if unavailable is None:
+                    raise
+                raise unavailable from error
 
     def _transact(self, work: Callable[[_Connection], _T], write: bool) -> _T:
         return self._locked(lambda conn: _transaction(conn, lambda: work(_Connection(conn)), write))
@@ -382,7 +418,8 @@ class SqliteSaver(TableSaver):
         Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread,
         or ``thread_id`` breaks the rule of ``check_thread_id``; ``TypeError`` when the
         state holds a value a checkpoint cannot keep (see ``dump_checkpoint``);
-        ``sqlite3.Error`` when the file cannot be written.
+        ``SaverUnavailable`` when the file cannot be written (a full disk, an I/O error),
+        with SQLite's reason: nothing of the checkpoint is stored.
         """
         _check_thread(thread_id, checkpoint)
 
