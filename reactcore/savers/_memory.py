@@ -218,11 +218,12 @@ class MemorySaver:
         to the thread's log, a record of what changed.
 
         Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread,
-        or ``thread_id`` breaks the rule of ``check_thread_id``.
+        or ``thread_id`` breaks the rule of ``check_thread_id``; ``ThreadBusy`` when
+        another run than ``checkpoint.run_id`` owns the thread (nothing is stored).
         """
         _check_thread(thread_id, checkpoint)
         await anyio.lowlevel.checkpoint()
-        with self._lock:
+        with self._leases.writing(thread_id, checkpoint.run_id), self._lock:
             stored = self._threads.get(thread_id) or _Thread(thread_id)
             delta = encode(stored.head, checkpoint, _CODEC)
             stored.records.append(delta.record)
