@@ -96,7 +96,9 @@ async def damaged(kind: str, saver_kind: str, where: Path) -> AsyncIterator[Any]
                 for stored in CHECKPOINTS:
                     await writer.put("t", stored)
             with psycopg.connect(pg.DSN, autocommit=True) as pg_conn:
-                removed = pg_conn.execute(f'DELETE FROM "{schema}".{table} AND thread_id = %s', ("t",))
+                removed = pg_conn.execute(
+                    f'DELETE FROM "{schema}".{table} AND thread_id = %s', ("t",)
+                )
                 assert removed.rowcount == 1
             async with PostgresSaver(pg.DSN, schema=schema, max_connections=2) as reader:
                 yield reader

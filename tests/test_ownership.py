@@ -11,7 +11,6 @@ import random
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from reactcore._checkpoint import LeasingSaver, Saver
 from reactcore.testing import ScriptedChatModel
 from tests import pg
 from tests.helpers import asks
+from tests.test_savers import two_writers
 
 pytestmark = pytest.mark.anyio
 
@@ -330,27 +330,6 @@ async def test_a_saver_without_claim_gets_ownership_in_this_process() -> None:
     assert (await second.invoke("hi", RunnableConfig(thread_id="t2"))).text == "b answer"
 
 
-@asynccontextmanager
-async def two_savers(kind: str, where: Path) -> AsyncIterator[tuple[Any, Any]]:
-    """Two saver objects on one store, as two processes or replicas have (``MemorySaver``
-    has no store to share: the same object twice)."""
-    if kind == "memory":
-        memory = MemorySaver()
-        yield memory, memory
-    elif kind == "sqlite":
-        async with SqliteSaver(where / "cp.db") as a, SqliteSaver(where / "cp.db") as b:
-            yield a, b
-    else:
-        from reactcore.postgres import PostgresSaver
-
-        with pg.fresh_schema() as schema:
-            async with (
-                PostgresSaver(pg.DSN, schema=schema, max_connections=2) as a,
-                PostgresSaver(pg.DSN, schema=schema, max_connections=2) as b,
-            ):
-                yield a, b
-
-
 def _step(step: int, run_id: str) -> Checkpoint:
     from reactcore import OverAllState
 
@@ -366,7 +345,7 @@ async def test_no_saver_writes_into_a_thread_another_run_owns(tmp_path: Path, ki
     history goes on unbroken. Once A released the thread, the same ``put`` goes through,
     after A's last checkpoint. (Before, a second ``SqliteSaver`` wrote its checkpoint into
     the middle of A's history.)"""
-    async with two_savers(kind, tmp_path) as (a, b):
+    async with two_writers(kind, tmp_path) as (a, b):
         async with a.claim("t", owner="run-A"):
             await a.put("t", _step(1, "run-A"))
             for other in (b, a):

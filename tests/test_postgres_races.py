@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -27,6 +28,7 @@ from reactcore import (
 )
 from reactcore.postgres import PostgresSaver
 from tests import pg
+from tests.test_savers import two_writers
 
 pytestmark = pytest.mark.anyio
 
@@ -34,14 +36,10 @@ BIG = "x" * 2048  # a tool result long enough to be stored as a blob
 
 
 @pytest.fixture
-async def savers() -> AsyncIterator[tuple[PostgresSaver, PostgresSaver]]:
+async def savers(tmp_path: Path) -> AsyncIterator[tuple[PostgresSaver, PostgresSaver]]:
     """Two savers on one fresh schema, as two replicas have."""
-    with pg.fresh_schema() as schema:
-        async with (
-            PostgresSaver(pg.DSN, schema=schema, max_connections=2) as a,
-            PostgresSaver(pg.DSN, schema=schema, max_connections=2) as b,
-        ):
-            yield a, b
+    async with two_writers("postgres", tmp_path) as pair:
+        yield pair
 
 
 def checkpoint(steps: int, *, big: bool = False) -> Checkpoint:
@@ -75,7 +73,7 @@ def blocked_by(pid: int) -> list[int]:
 
 async def until(condition: Callable[[], bool]) -> None:
     """Wait until ``condition()`` (asked of the server, in a worker thread) holds."""
-    while not await anyio.to_thread.run_sync(condition):
+    while not await anyio.to_thread.run_sync(condition):  # noqa: ASYNC110 (the server's state, no event)
         await anyio.sleep(0.01)
 
 
@@ -127,7 +125,9 @@ async def test_delete_racing_put_leaves_the_thread_whole_or_gone(
     with anyio.fail_after(30), blocker() as lock:
         holder = lock.info.backend_pid
         if first == "delete":  # a row the delete must delete, locked
-            lock.execute(f'SELECT FROM "{schema}".segments WHERE thread_id = %s FOR KEY SHARE', ("t",))
+            lock.execute(
+                f'SELECT FROM "{schema}".segments WHERE thread_id = %s FOR KEY SHARE', ("t",)
+            )
         else:  # the key of the put's blob, taken
             digest = hashlib.sha256(BIG.encode()).hexdigest()
             lock.execute(

@@ -441,15 +441,19 @@ async def test_a_postgres_schema_of_layout_2_is_upgraded() -> None:
 
 @asynccontextmanager
 async def two_writers(kind: str, where: Path) -> AsyncIterator[tuple[Any, Any]]:
-    """Two savers on one store (as two processes or replicas would have)."""
-    if kind == "sqlite":
+    """Two savers on one store (as two processes or replicas would have); for
+    ``MemorySaver``, which has no store to share, the same object twice."""
+    if kind == "memory":
+        memory = MemorySaver()
+        yield memory, memory
+    elif kind == "sqlite":
         async with SqliteSaver(where / "cp.db") as a, SqliteSaver(where / "cp.db") as b:
             yield a, b
     else:
         with pg.fresh_schema() as schema:
             async with (
-                PostgresSaver(pg.DSN, schema=schema) as a,
-                PostgresSaver(pg.DSN, schema=schema) as b,
+                PostgresSaver(pg.DSN, schema=schema, max_connections=2) as a,
+                PostgresSaver(pg.DSN, schema=schema, max_connections=2) as b,
             ):
                 yield a, b
 

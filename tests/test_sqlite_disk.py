@@ -69,7 +69,8 @@ OPEN_UNDER_A_LIMIT = textwrap.dedent(
         try:
             async with SqliteSaver(sys.argv[1]):
                 folder = os.path.dirname(sys.argv[1])
-                print(json.dumps({f: os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)}))
+                files = os.listdir(folder)
+                print(json.dumps({f: os.path.getsize(os.path.join(folder, f)) for f in files}))
         except SaverUnavailable as exc:
             print(type(exc.__cause__).__name__, exc.__cause__.sqlite_errorname, "|", exc)
 

@@ -335,9 +335,9 @@ def snapshot_of(seq: int) -> int:
 def check_records(thread_id: str, records: Sequence[Record], first: int, last: int) -> None:
     """Raise ``DamagedThread`` naming the first missing record unless ``records`` are the
     thread's records ``first`` to ``last`` (each once, in order), ``first`` a snapshot."""
-    if len(records) == last - first + 1 and records and records[0].snapshot:
-        if all(r.seq == seq for r, seq in zip(records, count(first))):
-            return
+    whole = len(records) == last - first + 1 and records and records[0].snapshot
+    if whole and all(r.seq == seq for r, seq in zip(records, count(first))):
+        return
     present = {r.seq for r in records}
     missing = next((seq for seq in range(first, last + 1) if seq not in present), None)
     if missing is None:

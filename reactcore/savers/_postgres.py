@@ -91,9 +91,9 @@ from .._logging import get_logger
 from ._leases import Lease, Renewal, hold_lease
 from ._postgres_layout import (
     _MIGRATIONS,
-    FORGET,
     _OLD,
     _STATEMENTS,
+    FORGET,
     POSTGRES_SCHEMA,
     _Connection,
     _dialect_statements,

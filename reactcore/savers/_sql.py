@@ -240,7 +240,8 @@ def fetch_rows(
         known = segments[segment_id]
         known.end = max(known.end or 0, position + 1)
     hashes = sorted({h for key, body in messages.items() for h in _blob_refs(thread_id, key, body)})
-    blobs = dict(fetch("blobs", {**params, "hashes": dialect.values(hashes)}) if hashes else ())
+    found = fetch("blobs", {**params, "hashes": dialect.values(hashes)}) if hashes else ()
+    blobs: dict[str, str] = {str(h): b for h, b in found}
     missing = next((h for h in hashes if h not in blobs), None)
     if missing is not None:
         raise DamagedThread(thread_id, f"blob {missing}")
@@ -259,7 +260,9 @@ def _parse_record(thread_id: str, seq: int, snapshot: bool, text: str | bytes) -
     try:
         return parse_record(seq, snapshot, text)
     except ValueError as exc:
-        raise DamagedThread(thread_id, f"checkpoint record {seq}", f"cannot be read ({exc})") from exc
+        raise DamagedThread(
+            thread_id, f"checkpoint record {seq}", f"cannot be read ({exc})"
+        ) from exc
 
 
 def stamp_of(fetch: Fetch, thread_id: str) -> str | None:
