@@ -1,7 +1,8 @@
 """``SqliteSaver`` when the disk fails it: a full disk or an I/O error surfaces as
 ``SaverUnavailable`` with SQLite's own reason (never "cannot rollback - no transaction is
 active", the error of the cleanup), the thread keeps its last good checkpoint and the
-saver works again once there is room; and what a new file takes on disk."""
+saver works again once there is room; and what a new file takes on disk. Lock files that
+cannot be made are ``SaverUnavailable`` too."""
 
 from __future__ import annotations
 
@@ -107,3 +108,20 @@ def test_opening_a_file_on_a_full_disk_says_why(tmp_path: Path) -> None:
     assert sizes.keys() == {"cp.db", "cp.db-wal", "cp.db-shm"}
     assert sizes["cp.db"] <= 4096 < sizes["cp.db-wal"] <= 70 * 1024, sizes
     assert sizes["cp.db-shm"] <= 32 * 1024, sizes
+
+
+async def test_lock_files_that_cannot_be_made_are_saver_unavailable(tmp_path: Path) -> None:
+    """Where the folder of lock files (``<path>.leases``) cannot be made (here a file
+    stands in its place), a claim and a ``put`` raise ``SaverUnavailable`` naming the
+    folder and the system's reason, the ``OSError`` chained; nothing is stored."""
+    path = tmp_path / "cp.db"
+    (tmp_path / "cp.db.leases").write_text("not a folder")
+    async with SqliteSaver(path) as saver:
+        with pytest.raises(SaverUnavailable) as failed:
+            async with saver.claim("t", owner="r"):
+                pytest.fail("claimed without a lock file")  # pragma: no cover
+        assert f"its lock files in {path}.leases cannot be made" in str(failed.value)
+        assert isinstance(failed.value.__cause__, FileExistsError)
+        with pytest.raises(SaverUnavailable, match="File exists"):
+            await saver.put("t", checkpoint(1, "hi"))
+        assert await saver.get("t") is None

@@ -264,22 +264,40 @@ class _FileLeases:
         digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
         return self.directory / f"{digest[:40]}.lock"
 
+    def _unusable(self, error: OSError) -> SaverUnavailable:
+        """``SaverUnavailable`` for a lock file that cannot be made, locked or written."""
+        path = os.fspath(self.saver.path)
+        return SaverUnavailable(
+            f"SQLite file {path} cannot be used: its lock files in {self.directory} cannot "
+            f"be made or written ({error})",
+            target=path,
+        )
+
     def _take(self, thread_id: str) -> int | str:
         """The thread's lock file, locked (its descriptor), or who holds it."""
         import fcntl  # POSIX only, and only needed here: importing reactcore works anywhere
 
-        self.directory.mkdir(exist_ok=True)
-        fd = os.open(self._path(thread_id), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.directory.mkdir(exist_ok=True)
+            fd = os.open(self._path(thread_id), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise self._unusable(exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             try:
                 if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
+                    raise self._unusable(exc) from exc
                 return _holder_of(fd)
             finally:
                 os.close(fd)
         return fd
+
+    def _name_holder(self, fd: int, name: str, owner: str | None) -> None:
+        try:
+            _write_holder(fd, name, owner)
+        except OSError as exc:
+            raise self._unusable(exc) from exc
 
     def try_acquire(self, thread_id: str, owner: str) -> str | None:
         with self._lock:
@@ -295,7 +313,7 @@ class _FileLeases:
             # Requests for earlier owners go first; from the moment the file names this
             # owner, a request is for it.
             self.saver._cancel("delete_cancel", thread_id)
-            _write_holder(fd, f"run {owner}", owner)
+            self._name_holder(fd, f"run {owner}", owner)
         except BaseException:
             with self._lock:
                 self._fds.pop((thread_id, owner), None)
@@ -320,7 +338,7 @@ class _FileLeases:
                 raise ThreadBusy(thread_id, fd)
             time.sleep(WAIT_POLL)
         try:
-            _write_holder(fd, OUTSIDE_WRITE, None)
+            self._name_holder(fd, OUTSIDE_WRITE, None)
             yield
         finally:
             try:
