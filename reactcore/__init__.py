@@ -36,6 +36,7 @@ from ._events import ToolCallTimedOut as ToolCallTimedOut
 from ._exception_processor import DefaultToolExceptionProcessor as DefaultToolExceptionProcessor
 from ._exception_processor import ToolExceptionProcessor as ToolExceptionProcessor
 from ._exceptions import CallLimitExceeded as CallLimitExceeded
+from ._exceptions import DamagedThread as DamagedThread
 from ._exceptions import LeaseLost as LeaseLost
 from ._exceptions import MaxIterationsExceeded as MaxIterationsExceeded
 from ._exceptions import MCPError as MCPError
@@ -50,6 +51,7 @@ from ._exceptions import PIIDetectedError as PIIDetectedError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import ReportedError as ReportedError
 from ._exceptions import RunCancelled as RunCancelled
+from ._exceptions import SaverError as SaverError
 from ._exceptions import SaverUnavailable as SaverUnavailable
 from ._exceptions import ThreadBusy as ThreadBusy
 from ._exceptions import ToolArgumentError as ToolArgumentError
@@ -147,6 +149,7 @@ __all__ = [
     "ChunkAssembler",
     "ContentPart",
     "ContextEditingInterceptor",
+    "DamagedThread",
     "DefaultToolExceptionProcessor",
     "Edit",
     "Event",
@@ -205,6 +208,7 @@ __all__ = [
     "RunStatus",
     "RunnableConfig",
     "Saver",
+    "SaverError",
     "SaverUnavailable",
     "SqliteSaver",
     "StateUpdated",

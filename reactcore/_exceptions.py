@@ -18,7 +18,9 @@
      ├── ReportedError             a run's error read back from JSON (``event_from_json``)
      ├── ThreadBusy                another live run owns the thread (``thread_id``)
      │    └── LeaseLost            another owner took over the thread of a stalled run
-     ├── SaverUnavailable          the checkpoint database cannot be reached
+     ├── SaverError                a saver cannot do what it was asked
+     │    ├── SaverUnavailable     the checkpoint database cannot be reached, read or written
+     │    └── DamagedThread        a thread's stored checkpoints lack a record they need
      ├── MCPError                  an MCP server cannot be reached, or failed (``reactcore.mcp``)
      ├── PayloadMissing            (also LookupError) a payload store lacks what a run refers to
      └── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
@@ -242,16 +244,50 @@ class LeaseLost(ThreadBusy):
         self.owner = owner
 
 
-class SaverUnavailable(ReactcoreError):
-    """Raised by ``reactcore.postgres.PostgresSaver`` when its database cannot be reached:
-    no connection within ``connect_timeout`` seconds, or the connection was lost again
-    when the statement was retried. ``target`` names the server and database (never the
-    password); the driver's error is chained as ``__cause__``.
+class SaverError(ReactcoreError):
+    """The root of the errors of a saver's store (``SaverUnavailable``, ``DamagedThread``):
+    the checkpoints cannot be stored or read back, whoever owns the thread."""
+
+
+class SaverUnavailable(SaverError):
+    """Raised by a saver when its database cannot be reached, read or written.
+
+    ``PostgresSaver``: no connection within ``connect_timeout`` seconds, or the connection
+    was lost again when the statement was retried; ``target`` names the server and
+    database (never the password). ``SqliteSaver``: SQLite failed on the file (a full
+    disk, an I/O error, a file it cannot open or that is no database, a lock held by
+    another process past ``busy_timeout``); ``target`` is the file's path, and nothing of
+    the operation was stored. The message gives the driver's reason; the driver's error
+    is chained as ``__cause__``.
     """
 
     def __init__(self, message: str, *, target: str) -> None:
         super().__init__(message)
         self.target = target
+
+
+class DamagedThread(SaverError):
+    """Raised by a saver's ``get``, ``list`` and ``put`` (so by a run on the thread, when
+    it reads its checkpoint) when a record the thread's stored checkpoints need is
+    missing or unreadable: a checkpoint record (or the snapshot record the later ones
+    build on), a segment or a message of its log, a large text stored apart (a blob).
+
+    Nothing was lost by the saver: something removed or changed its rows (a hand-made
+    ``DELETE``, a restore of part of the tables, a disk that lost data). The thread's
+    checkpoints cannot be read back as they were; restore the store from a backup, or
+    ``delete`` the thread. ``thread_id`` is the thread; ``record`` names what is missing
+    or unreadable (``"checkpoint record 1"``, ``"segment 8"``, ``"message 3 of segment
+    2"``, ``"blob 3fa2…"``).
+    """
+
+    def __init__(self, thread_id: str, record: str, problem: str = "is missing") -> None:
+        super().__init__(
+            f"thread {thread_id!r} is damaged: its {record} {problem}, so its checkpoints "
+            "cannot be read back (restore the saver's store from a backup, or delete the "
+            "thread)"
+        )
+        self.thread_id = thread_id
+        self.record = record
 
 
 class ScriptExhaustedError(ReactcoreError, RuntimeError):

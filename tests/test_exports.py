@@ -77,3 +77,20 @@ def test_every_provider_module_sends_through_the_shared_http_layer() -> None:
         source = path.read_text(encoding="utf-8")
         assert ".send(" not in source and "build_request" not in source, module
         assert "_http" in _imported_modules(module), module
+
+
+def test_every_exception_of_the_tree_is_exported() -> None:
+    """Each exception class of ``reactcore._exceptions`` is a ``ReactcoreError`` and is
+    importable from ``reactcore`` (but ``ScriptExhaustedError``, from
+    ``reactcore.testing``): a caller can catch any of them by its public name."""
+    from reactcore import _exceptions
+
+    classes = {
+        name: value
+        for name, value in vars(_exceptions).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    }
+    assert all(issubclass(cls, reactcore.ReactcoreError) for cls in classes.values())
+    assert set(classes) - set(reactcore.__all__) == {"ScriptExhaustedError"}
+    assert issubclass(reactcore.DamagedThread, reactcore.SaverError)
+    assert issubclass(reactcore.SaverUnavailable, reactcore.SaverError)

@@ -41,6 +41,7 @@ from reactcore._checkpoint import LeasingSaver, Saver
 from reactcore.testing import ScriptedChatModel
 from tests import pg
 from tests.helpers import asks
+from tests.test_savers import two_writers
 
 pytestmark = pytest.mark.anyio
 
@@ -329,6 +330,36 @@ async def test_a_saver_without_claim_gets_ownership_in_this_process() -> None:
     assert (await second.invoke("hi", RunnableConfig(thread_id="t2"))).text == "b answer"
 
 
+def _step(step: int, run_id: str) -> Checkpoint:
+    from reactcore import OverAllState
+
+    state = OverAllState({"messages": [UserMessage(f"{run_id} {n}") for n in range(step)]})
+    return Checkpoint("t", state, "model", step, run_id)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_no_saver_writes_into_a_thread_another_run_owns(tmp_path: Path, kind: str) -> None:
+    """While run A owns thread ``t`` through one saver, a ``put`` of another run's
+    checkpoint, through that saver or another one on the same store (another process,
+    another replica), is refused with ``ThreadBusy`` naming A, and stores nothing: A's
+    history goes on unbroken. Once A released the thread, the same ``put`` goes through,
+    after A's last checkpoint. (Before, a second ``SqliteSaver`` wrote its checkpoint into
+    the middle of A's history.)"""
+    async with two_writers(kind, tmp_path) as (a, b):
+        async with a.claim("t", owner="run-A"):
+            await a.put("t", _step(1, "run-A"))
+            for other in (b, a):
+                with pytest.raises(ThreadBusy) as busy:
+                    await other.put("t", _step(5, "run-B"))
+                assert busy.value.thread_id == "t"
+                assert busy.value.holder.startswith("run run-A")
+            await a.put("t", _step(2, "run-A"))
+            assert [(c.run_id, c.step) for c in await b.list("t")] == [("run-A", 1), ("run-A", 2)]
+        await b.put("t", _step(5, "run-B"))
+        assert [c.step for c in await a.list("t")] == [1, 2, 5]
+        assert await a.get("t") == _step(5, "run-B")
+
+
 HOLDER = """
 import sys, time
 import anyio
@@ -374,6 +405,68 @@ async def test_sqlite_claims_hold_across_processes_and_die_with_the_holder(
             process.kill()
         with anyio.CancelScope(shield=True):
             await process.aclose()
+
+
+async def test_a_cancel_request_racing_a_release_never_cancels_the_next_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SqliteSaver.request_cancel`` finds run A owning the thread; before its request
+    is written, A releases the thread and run B claims it (the test makes them, at that
+    very point). The request was for A: B polls for cancel requests again and again and
+    is never cancelled. (Before, the request was for the thread, and B took it.)"""
+    from reactcore.savers._sqlite import _FileLeases
+
+    async with SqliteSaver(tmp_path / "cp.db", cancel_poll=0.01) as saver:
+        cancelled: list[str] = []
+        owns = {"A": anyio.Event(), "B": anyio.Event()}
+        leave = {"A": anyio.Event(), "B": anyio.Event()}
+        a_left, b_polled = anyio.Event(), anyio.Event()
+        polls_after_request: list[str] = []
+
+        async def own(owner: str) -> None:
+            def stop() -> None:
+                cancelled.append(owner)
+
+            async with saver.claim("t", owner=owner, wait=10, on_cancel=stop):
+                owns[owner].set()
+                await leave[owner].wait()
+            if owner == "A":
+                a_left.set()
+
+        async def swap() -> None:  # A leaves, B claims the thread
+            leave["A"].set()
+            await a_left.wait()
+            tg.start_soon(own, "B")
+            await owns["B"].wait()
+
+        real_cancel, real_renew = SqliteSaver._cancel, _FileLeases.renew
+
+        def cancel(self: SqliteSaver, name: str, thread_id: str, *args: Any) -> Any:
+            if name == "request_cancel":  # the request is about to be written
+                anyio.from_thread.run(swap)
+            return real_cancel(self, name, thread_id, *args)
+
+        def renew(self: _FileLeases, thread_id: str, owner: str) -> Any:
+            verdict = real_renew(self, thread_id, owner)
+            if owner == "B" and requested:
+                polls_after_request.append(verdict)
+                if len(polls_after_request) == 3:
+                    anyio.from_thread.run_sync(b_polled.set)
+            return verdict
+
+        monkeypatch.setattr(SqliteSaver, "_cancel", cancel)
+        monkeypatch.setattr(_FileLeases, "renew", renew)
+        requested = False
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(own, "A")
+                await owns["A"].wait()
+                assert await saver.request_cancel("t") is True  # A owned it, when asked
+                requested = True
+                await b_polled.wait()  # B looked for cancel requests three times since
+                leave["B"].set()
+    assert cancelled == []
+    assert polls_after_request[:3] == ["held"] * 3
 
 
 async def test_cancelled_while_waiting_leaves_no_claim(saver: LeasingSaver) -> None:

@@ -394,17 +394,20 @@ async def check_fixture(saver: Any, with_parts: bool) -> None:
 async def test_sqlite_files_of_earlier_layouts_are_upgraded(
     tmp_path: Path, name: str, with_parts: bool
 ) -> None:
-    """A file written by the release of SQLite layout 1 (and of 2) opens in layout 3:
+    """A file written by the release of SQLite layout 1 (and of 2) opens in layout 4:
     each checkpoint converted into the log, exactly as it was; the rows of whole
-    checkpoints gone; the file smaller for it, and reopened as it is."""
+    checkpoints gone; cancel requests name their run; the file smaller for it, and
+    reopened as it is."""
     path = tmp_path / "old.db"
     shutil.copy(FIXTURES / f"saver_sqlite_{name}.db", path)
     async with SqliteSaver(path) as saver:
         await check_fixture(saver, with_parts)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (3,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (4,)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        cancels = [r[1] for r in conn.execute("PRAGMA table_info(cancel_requests)")]
     assert tables == {"checkpoints", "segments", "messages", "blobs", "threads", "cancel_requests"}
+    assert cancels == ["thread_id", "requested_at", "owner"]
     async with SqliteSaver(path) as reopened:
         assert len(await reopened.list("chat")) == 7
 
@@ -438,15 +441,19 @@ async def test_a_postgres_schema_of_layout_2_is_upgraded() -> None:
 
 @asynccontextmanager
 async def two_writers(kind: str, where: Path) -> AsyncIterator[tuple[Any, Any]]:
-    """Two savers on one store (as two processes or replicas would have)."""
-    if kind == "sqlite":
+    """Two savers on one store (as two processes or replicas would have); for
+    ``MemorySaver``, which has no store to share, the same object twice."""
+    if kind == "memory":
+        memory = MemorySaver()
+        yield memory, memory
+    elif kind == "sqlite":
         async with SqliteSaver(where / "cp.db") as a, SqliteSaver(where / "cp.db") as b:
             yield a, b
     else:
         with pg.fresh_schema() as schema:
             async with (
-                PostgresSaver(pg.DSN, schema=schema) as a,
-                PostgresSaver(pg.DSN, schema=schema) as b,
+                PostgresSaver(pg.DSN, schema=schema, max_connections=2) as a,
+                PostgresSaver(pg.DSN, schema=schema, max_connections=2) as b,
             ):
                 yield a, b
 

@@ -15,7 +15,10 @@ removed, a partial tool answer replaced by a longer one) starts a new segment of
 from the first message that changed; nothing stored is rewritten, so every checkpoint of
 ``list`` can be read back (``get(thread_id, checkpoint_id=...)``). Reading the latest
 checkpoint (a run resuming its thread) reads the log once. ``dump_checkpoint`` gives a
-checkpoint whole, self-contained, to move between savers or export.
+checkpoint whole, self-contained, to move between savers or export. A reader checks that
+every row the checkpoints it rebuilds need is there (records from their snapshot on,
+segments, messages, blobs): a thread missing one raises ``DamagedThread`` naming it, from
+``get``, ``list`` and ``put`` alike.
 
 A saver learns what a step changed by comparing the checkpoint with the thread's latest
 one, which it keeps in memory (the run's messages are the same objects, so comparing

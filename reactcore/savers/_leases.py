@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
@@ -167,10 +167,18 @@ async def _keep(
             return
 
 
+OUTSIDE_WRITE = "a checkpoint write outside any run"
+"""Who holds a thread, for ``ThreadBusy``, while a ``put`` outside any claim writes it."""
+
+
 @attrs.define(eq=False)
 class _Holder:
-    owner: str
+    owner: str | None  # None: puts outside any claim, for the time of their writes
     cancel: bool = False
+    writes: int = 0
+
+    def name(self) -> str:
+        return OUTSIDE_WRITE if self.owner is None else f"run {self.owner}"
 
 
 @attrs.define(eq=False)
@@ -185,9 +193,33 @@ class LocalLeases:
         with self._lock:
             holder = self._held.get(thread_id)
             if holder is not None:
-                return f"run {holder.owner}"
+                return holder.name()
             self._held[thread_id] = _Holder(owner)
             return None
+
+    @contextmanager
+    def writing(self, thread_id: str, owner: str) -> Iterator[None]:
+        """Hold ``thread_id`` for one write of a checkpoint of run ``owner``: at once
+        when ``owner`` claims it; when nobody does, as a write outside any claim (others
+        such may write beside it; a claim meanwhile is ``ThreadBusy``); when another run
+        does, ``ThreadBusy`` naming it."""
+        with self._lock:
+            holder = self._held.get(thread_id)
+            if holder is not None and holder.owner not in (None, owner):
+                raise ThreadBusy(thread_id, holder.name())
+            outside = holder is None or holder.owner is None
+            if outside:
+                holder = self._held.setdefault(thread_id, _Holder(None))
+                holder.writes += 1
+        try:
+            yield
+        finally:
+            if outside:
+                with self._lock:
+                    assert holder is not None
+                    holder.writes -= 1
+                    if not holder.writes:
+                        del self._held[thread_id]
 
     def renew(self, thread_id: str, owner: str) -> Renewal:
         with self._lock:
@@ -205,9 +237,10 @@ class LocalLeases:
     def request_cancel(self, thread_id: str) -> bool:
         with self._lock:
             holder = self._held.get(thread_id)
-            if holder is not None:
-                holder.cancel = True
-            return holder is not None
+            if holder is None or holder.owner is None:
+                return False
+            holder.cancel = True
+            return True
 
     def claim(
         self, thread_id: str, owner: str, wait: float, on_cancel: Callable[[], None]

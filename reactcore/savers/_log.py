@@ -40,6 +40,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from .._exceptions import DamagedThread
 from .._messages import Message
 from .._state import KeyStrategy, OverAllState
 from ._document import is_message_list
@@ -299,22 +300,49 @@ class _LogWriter:
         return tip.id
 
 
-def chain(segments: Mapping[int, Segment], pointer: Logged) -> builtins.list[tuple[int, int, int]]:
+def chain(
+    thread_id: str, segments: Mapping[int, Segment], pointer: Logged
+) -> builtins.list[tuple[int, int, int]]:
     """The ``(segment, start, stop)`` runs making positions ``0 .. length - 1`` of
-    ``pointer``, in order."""
+    ``pointer``, in order (``DamagedThread`` when a segment of the chain is missing)."""
+
+    def segment_of(segment_id: int) -> Segment:
+        found = segments.get(segment_id)
+        if found is None:
+            raise DamagedThread(thread_id, f"segment {segment_id}")
+        return found
+
     runs = []
-    stop, segment = pointer.length, segments[pointer.segment]
+    stop, segment = pointer.length, segment_of(pointer.segment)
     while stop > 0:
         if segment.base < stop:
             runs.append((segment.id, segment.base, stop))
             stop = segment.base
         if segment.parent is None:
             break
-        segment = segments[segment.parent]
+        segment = segment_of(segment.parent)
     if stop > 0:
-        raise ValueError(f"malformed message log: no segment holds position {stop - 1}")
+        raise DamagedThread(thread_id, f"segment holding message {stop - 1}")
     runs.reverse()
     return runs
+
+
+def snapshot_of(seq: int) -> int:
+    """The snapshot record that record ``seq`` builds on (itself, for a snapshot)."""
+    return (seq - 1) // SNAPSHOT_EVERY * SNAPSHOT_EVERY + 1
+
+
+def check_records(thread_id: str, records: Sequence[Record], first: int, last: int) -> None:
+    """Raise ``DamagedThread`` naming the first missing record unless ``records`` are the
+    thread's records ``first`` to ``last`` (each once, in order), ``first`` a snapshot."""
+    whole = len(records) == last - first + 1 and records and records[0].snapshot
+    if whole and all(r.seq == seq for r, seq in zip(records, count(first))):
+        return
+    present = {r.seq for r in records}
+    missing = next((seq for seq in range(first, last + 1) if seq not in present), None)
+    if missing is None:
+        raise DamagedThread(thread_id, f"checkpoint record {first}", "is no snapshot")
+    raise DamagedThread(thread_id, f"checkpoint record {missing}")
 
 
 @attrs.define(eq=False)
@@ -334,7 +362,7 @@ class Replay:
 
     def apply(self, record: Record) -> None:
         if self.record is None and not record.snapshot:
-            raise ValueError(f"malformed checkpoint log: record {record.seq} follows no snapshot")
+            raise DamagedThread(self.thread_id, f"checkpoint record {snapshot_of(record.seq)}")
         self.record = record
         if record.snapshot:
             self.slots = {}
@@ -347,14 +375,16 @@ class Replay:
     def messages(self, pointer: Logged) -> builtins.list[Message]:
         return [
             self.message_at(segment, position)
-            for segment, start, stop in chain(self.segments, pointer)
+            for segment, start, stop in chain(self.thread_id, self.segments, pointer)
             for position in range(start, stop)
         ]
 
     def value(self, key: str) -> Any:
         slot = self.slots.get(key)
         if slot is None:
-            raise ValueError(f"malformed checkpoint log: no value for state key {key!r}")
+            assert self.record is not None
+            record, problem = f"checkpoint record {self.record.seq}", f"has no state key {key!r}"
+            raise DamagedThread(self.thread_id, record, problem)
         return self.messages(slot) if isinstance(slot, Logged) else self.codec.load(slot)
 
     def checkpoint(self) -> Checkpoint:

@@ -13,12 +13,24 @@ import anyio.lowlevel
 import attrs
 
 from .._config import check_thread_id
+from .._exceptions import DamagedThread
 from .._messages import Message
 from .._state import OverAllState
 from ._codec import JsonCodec, message_text, record_text, text_size
 from ._document import dump_fields, same_value
 from ._leases import Lease, LocalLeases
-from ._log import Head, Logged, Record, Replay, Slot, Stored, encode, seq_of
+from ._log import (
+    Head,
+    Logged,
+    Record,
+    Replay,
+    Slot,
+    Stored,
+    check_records,
+    encode,
+    seq_of,
+    snapshot_of,
+)
 from ._protocol import (
     Checkpoint,
     SaverStatistics,
@@ -76,22 +88,35 @@ class _Thread:
     latest: Checkpoint | None = None
 
     def replay(self) -> Replay:
-        return Replay(
-            self.thread_id,
-            _CODEC,
-            self.head.segments,
-            lambda segment, position: self.messages[(segment, position)],
-        )
+        return Replay(self.thread_id, _CODEC, self.head.segments, self._message_at)
+
+    def _message_at(self, segment: int, position: int) -> Message:
+        message = self.messages.get((segment, position))
+        if message is None:
+            raise DamagedThread(self.thread_id, f"message {position} of segment {segment}")
+        return message
 
     def at(self, seq: int) -> Checkpoint | None:
         """The checkpoint of record ``seq`` (rebuilt from its snapshot on)."""
-        if not 1 <= seq <= len(self.records):
+        if not 1 <= seq <= self.head.seq:
             return None
+        upto = [r for r in self.records if r.seq <= seq]
+        start = max((r.seq for r in upto if r.snapshot), default=snapshot_of(seq))
+        chosen = [r for r in upto if r.seq >= start]
+        check_records(self.thread_id, chosen, start, seq)
         replaying = self.replay()
-        start = max(r.seq for r in self.records[:seq] if r.snapshot)
-        for record in self.records[start - 1 : seq]:
+        for record in chosen:
             replaying.apply(record)
         return replaying.checkpoint()
+
+    def every(self) -> builtins.list[Checkpoint]:
+        """Every checkpoint, oldest first (each rebuilt)."""
+        check_records(self.thread_id, self.records, 1, self.head.seq)
+        replaying, every = self.replay(), []
+        for record in self.records:
+            replaying.apply(record)
+            every.append(replaying.checkpoint())
+        return every
 
     def as_text(self) -> tuple[int, int]:
         """The bytes this thread's records, messages and blobs take in ``SqliteSaver``,
@@ -193,11 +218,12 @@ class MemorySaver:
         to the thread's log, a record of what changed.
 
         Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread,
-        or ``thread_id`` breaks the rule of ``check_thread_id``.
+        or ``thread_id`` breaks the rule of ``check_thread_id``; ``ThreadBusy`` when
+        another run than ``checkpoint.run_id`` owns the thread (nothing is stored).
         """
         _check_thread(thread_id, checkpoint)
         await anyio.lowlevel.checkpoint()
-        with self._lock:
+        with self._leases.writing(thread_id, checkpoint.run_id), self._lock:
             stored = self._threads.get(thread_id) or _Thread(thread_id)
             delta = encode(stored.head, checkpoint, _CODEC)
             stored.records.append(delta.record)
@@ -219,13 +245,7 @@ class MemorySaver:
         await anyio.lowlevel.checkpoint()
         with self._lock:
             stored = self._threads.get(thread_id)
-            if stored is None:
-                return []
-            replaying, every = stored.replay(), []
-            for record in stored.records:
-                replaying.apply(record)
-                every.append(replaying.checkpoint())
-            return every
+            return [] if stored is None else stored.every()
 
     async def statistics(self, thread_id: str | None = None) -> SaverStatistics:
         """What this saver holds (for ``thread_id``, or all); ``stored_bytes`` is the

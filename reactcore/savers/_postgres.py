@@ -17,7 +17,11 @@ a record per checkpoint of what changed, a row per thread with its latest status
 checkpoint costs what its step added, whatever the length of the history; ``put`` is one
 statement (one round trip) writing all of it, fenced (below) and checked against the
 thread's last record (a writer that finds the thread moved on by another replica reads
-it again). ``dump_checkpoint`` gives a checkpoint whole, to move between savers.
+it again), the thread's row locked while it writes. ``delete`` locks that row too, then
+deletes every row of the thread in one statement: a ``put`` racing it is stored before
+(and deleted with the rest) or after (the thread gone, it stores its checkpoint whole, as
+a new thread), never between. ``dump_checkpoint`` gives a checkpoint whole, to move
+between savers.
 
 **Ownership.** A run leases its thread: a row in ``leases`` with an expiry
 ``lease_ttl`` seconds ahead (the server's clock), renewed every ``heartbeat`` seconds
@@ -89,6 +93,7 @@ from ._postgres_layout import (
     _MIGRATIONS,
     _OLD,
     _STATEMENTS,
+    FORGET,
     POSTGRES_SCHEMA,
     _Connection,
     _dialect_statements,
@@ -205,7 +210,7 @@ class PostgresSaver(TableSaver):
         self._dialect = Dialect("postgres", f'"{self.schema}".')
         layout = _dialect_statements(self._dialect)
         self._layout = {k: sql.SQL(v) for k, v in layout.items()}
-        self._tables = Tables(self._dialect, self._transact)
+        self._tables = Tables(self._dialect, self._transact, FORGET)
         self._holder = f"{socket.gethostname()} pid {os.getpid()}"
 
     async def __aenter__(self) -> PostgresSaver:

@@ -64,8 +64,13 @@ _FREE = (
 _GO = " WHERE EXISTS (SELECT FROM go)"
 _PUT = (
     "WITH ok AS ({claim}),"
-    " go AS (SELECT FROM ok WHERE (SELECT stamp FROM {s}threads WHERE thread_id = :thread)"
-    " IS NOT DISTINCT FROM CAST(:expected AS text)),"
+    # The thread's row, locked: ``delete`` and other writers of the thread wait, and a
+    # row changed or deleted meanwhile is checked again as it is now (read committed).
+    " known AS (SELECT FROM {s}threads WHERE thread_id = :thread"
+    " AND stamp = CAST(:expected AS text) FOR UPDATE),"
+    " go AS (SELECT FROM ok WHERE CASE WHEN CAST(:expected AS text) IS NULL"
+    " THEN NOT EXISTS (SELECT FROM {s}threads WHERE thread_id = :thread AND stamp IS NOT NULL)"
+    " ELSE EXISTS (SELECT FROM known) END),"
     " blobs AS (INSERT INTO {s}blobs (thread_id, hash, body) SELECT :thread, h, b"
     " FROM unnest(CAST(:blob_hashes AS text[]), CAST(:blob_bodies AS text[])) AS x (h, b)"
     f"{_GO} ON CONFLICT DO NOTHING),"
@@ -92,9 +97,28 @@ _PUT = (
 """One statement (one round trip, atomic): the rows of a checkpoint, written only if
 the writer's claim still holds (its token is the thread's, the lease row locked against a
 takeover meanwhile; or, outside any claim, no other live run leases the thread) and the
-thread's stamp is still the one the writer knows (nobody wrote it since); then whether
-the claim held, whether the thread was as known, the live holder, and whether this very
-checkpoint is stored already (the first attempt of a retried ``put`` got through)."""
+thread's stamp is still the one the writer knows (nobody wrote it since: the thread's row
+locked, so a ``delete`` or another write of the thread either comes before, and the put
+finds the thread changed, or waits for it; a new thread has no row yet: a put racing
+another one's first write fails on their common keys); then whether the claim held,
+whether the thread was as known, the live holder, and whether this very checkpoint is
+stored already (the first attempt of a retried ``put`` got through)."""
+
+_FORGET = {
+    "lock_thread": "SELECT FROM {s}threads WHERE thread_id = :thread FOR UPDATE",
+    "delete_thread": "WITH c AS (DELETE FROM {s}checkpoints WHERE thread_id = :thread),"
+    " g AS (DELETE FROM {s}segments WHERE thread_id = :thread),"
+    " m AS (DELETE FROM {s}messages WHERE thread_id = :thread),"
+    " b AS (DELETE FROM {s}blobs WHERE thread_id = :thread)"
+    " DELETE FROM {s}threads WHERE thread_id = :thread",
+}
+"""``delete`` in PostgreSQL: the thread's row locked first (a ``put`` of the thread that
+holds it commits before; one that comes after waits, then finds the thread gone and
+stores its checkpoint whole, as a new thread), then every row of the thread in one
+statement (one snapshot: a thread's first ``put``, which has no row to lock, is deleted
+whole or left whole)."""
+
+FORGET = tuple(_FORGET)
 
 _STATEMENTS: dict[str, LiteralString] = {
     "meta": "CREATE TABLE IF NOT EXISTS {s}.meta (version integer NOT NULL)",
@@ -122,6 +146,7 @@ def _dialect_statements(dialect: Dialect) -> dict[str, str]:
     put = {
         "put": _PUT.replace("{claim}", _MINE),
         "put_unclaimed": _PUT.replace("{claim}", _FREE),
+        **_FORGET,
         **old_table_statements(_OLD),
     }
     return {**dialect.statements(), **{k: dialect.sql(v) for k, v in put.items()}}

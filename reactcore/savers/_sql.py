@@ -22,7 +22,7 @@ import re
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -30,7 +30,7 @@ import anyio.to_thread
 import attrs
 
 from .._config import check_thread_id
-from .._exceptions import ThreadBusy
+from .._exceptions import DamagedThread, ThreadBusy
 from .._messages import Message
 from ._codec import (
     JsonCodec,
@@ -48,10 +48,12 @@ from ._log import (
     Replay,
     Segment,
     chain,
+    check_records,
     encode,
     latest_of,
     pointers,
     seq_of,
+    snapshot_of,
 )
 from ._protocol import Checkpoint, SaverStatistics, ThreadInfo, ThreadStatus, _info, _page
 
@@ -142,6 +144,10 @@ STATEMENTS: dict[str, str] = {
     },
 }
 
+FORGET = tuple(f"delete_{t}" for t in ("checkpoints", "segments", "messages", "blobs", "threads"))
+"""The statements ``delete`` runs, in one transaction (SQLite's: it holds the write lock
+from its first statement, so no write comes between them)."""
+
 
 @attrs.frozen
 class Dialect:
@@ -194,24 +200,69 @@ def fetch_rows(
     fetch: Fetch, dialect: Dialect, thread_id: str, which: str, seq: int | None = None
 ) -> Rows | None:
     """The rows of ``thread_id`` for the statement ``which`` (``latest``, ``upto`` record
-    ``seq``, or every record: ``records``), or ``None`` when it has none."""
+    ``seq``, or every record: ``records``), or ``None`` when it has none.
+
+    Raised: ``DamagedThread`` naming the first row the records need that is missing or
+    unreadable (a record, its snapshot, a segment, a message, a blob): checked here, in
+    the reader's transaction, before anything is decoded."""
     params = {"thread": thread_id, "seq": seq}
-    records = tuple(parse_record(*row) for row in fetch(which, params))
-    if not records:
-        return None
+    records = tuple(_parse_record(thread_id, *row) for row in fetch(which, params))
+    last = records[-1].seq if records else None
+    if last is None or (which == "upto" and last != seq):
+        stored = fetch("last_seq", params)[0][0]  # (not found: is the thread damaged?)
+        if stored is None or (which == "upto" and seq is not None and seq > stored):
+            return None  # no such thread, or no such checkpoint
+        last = int(stored) if which != "upto" else seq
+    assert last is not None
+    if which == "records":
+        first = 1
+    elif records and records[0].snapshot:
+        first = records[0].seq
+    else:
+        first = snapshot_of(last)
+    check_records(thread_id, records, first, last)
     segments = {
         int(i): Segment(int(i), None if p is None else int(p), int(b))
         for i, p, b in fetch("segments", params)
     }
-    needed = sorted({run[0] for p in pointers(records) for run in chain(segments, p)})
+    stops: dict[int, int] = {}  # how far into each segment the records read
+    for pointer in pointers(records):
+        for segment_id, _, stop in chain(thread_id, segments, pointer):
+            stops[segment_id] = max(stops.get(segment_id, 0), stop)
+    needed = sorted(stops)
     rows = fetch("messages", {**params, "segments": dialect.values(needed)}) if needed else ()
     messages = {(int(g), int(p)): body for g, p, body in rows}
-    for segment, position in messages:
-        known = segments[segment]
+    for segment_id, stop in stops.items():
+        for position in range(segments[segment_id].base, stop):
+            if (segment_id, position) not in messages:
+                raise DamagedThread(thread_id, f"message {position} of segment {segment_id}")
+    for segment_id, position in messages:
+        known = segments[segment_id]
         known.end = max(known.end or 0, position + 1)
-    hashes = sorted({h for body in messages.values() for h in blob_refs(json.loads(body))})
-    blobs = fetch("blobs", {**params, "hashes": dialect.values(hashes)}) if hashes else ()
-    return Rows(records, segments, messages, {h: b for h, b in blobs}, stamp_of(fetch, thread_id))
+    hashes = sorted({h for key, body in messages.items() for h in _blob_refs(thread_id, key, body)})
+    found = fetch("blobs", {**params, "hashes": dialect.values(hashes)}) if hashes else ()
+    blobs: dict[str, str] = {str(h): b for h, b in found}
+    missing = next((h for h in hashes if h not in blobs), None)
+    if missing is not None:
+        raise DamagedThread(thread_id, f"blob {missing}")
+    return Rows(records, segments, messages, blobs, stamp_of(fetch, thread_id))
+
+
+def _blob_refs(thread_id: str, key: tuple[int, int], body: str) -> Iterable[str]:
+    try:
+        return builtins.list(blob_refs(json.loads(body)))
+    except ValueError as exc:
+        where = f"message {key[1]} of segment {key[0]}"
+        raise DamagedThread(thread_id, where, f"cannot be read ({exc})") from exc
+
+
+def _parse_record(thread_id: str, seq: int, snapshot: bool, text: str | bytes) -> Record:
+    try:
+        return parse_record(seq, snapshot, text)
+    except ValueError as exc:
+        raise DamagedThread(
+            thread_id, f"checkpoint record {seq}", f"cannot be read ({exc})"
+        ) from exc
 
 
 def stamp_of(fetch: Fetch, thread_id: str) -> str | None:
@@ -229,9 +280,13 @@ def replay(thread_id: str, rows: Rows) -> Replay:
         message = decoded.get(key)
         if message is None:
             text = rows.messages.get(key)
+            where = f"message {position} of segment {segment}"
             if text is None:
-                raise ValueError(f"malformed message log: no message {position} in {segment}")
-            message = decoded[key] = load_stored_message(text, rows.blobs)
+                raise DamagedThread(thread_id, where)
+            try:
+                message = decoded[key] = load_stored_message(text, rows.blobs)
+            except ValueError as exc:
+                raise DamagedThread(thread_id, where, f"cannot be read ({exc})") from exc
         return message
 
     return Replay(thread_id, CODEC, rows.segments, message_at)
@@ -404,6 +459,7 @@ class Tables:
 
     dialect: Dialect
     transact: Transact[Any]
+    forget: tuple[str, ...] = FORGET  # the statements of ``delete``, in one transaction
     _heads: OrderedDict[str, Head] = attrs.field(factory=OrderedDict, init=False)
     _claimed: dict[str, int] = attrs.field(factory=dict, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
@@ -509,14 +565,12 @@ class Tables:
         rows = self._rows(thread_id, "records")
         return [] if rows is None else builtins.list(every(thread_id, rows))
 
-    def delete(self, thread_id: str, *extra: str) -> None:
-        """Forget ``thread_id`` (and its rows of the ``extra`` statements too)."""
+    def delete(self, thread_id: str) -> None:
+        """Forget ``thread_id``: the statements of ``forget``, in one transaction."""
         params = [{"thread": thread_id}]
 
         def forget(conn: Connection) -> None:
-            for table in ("checkpoints", "segments", "messages", "blobs", "threads"):
-                conn.run(f"delete_{table}", params)
-            for name in extra:
+            for name in self.forget:
                 conn.run(name, params)
 
         self.forget_head(thread_id)
@@ -544,7 +598,6 @@ class TableSaver:
     the rule of ``check_thread_id`` (before any I/O)."""
 
     _tables: Tables
-    _forget_also: tuple[str, ...] = ()  # statements ``delete`` runs too
 
     async def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """The latest checkpoint of ``thread_id``, or the one named ``checkpoint_id`` (an
@@ -560,7 +613,7 @@ class TableSaver:
     async def delete(self, thread_id: str) -> None:
         """Forget ``thread_id``."""
         check_thread_id(thread_id)
-        await anyio.to_thread.run_sync(self._tables.delete, thread_id, *self._forget_also)
+        await anyio.to_thread.run_sync(self._tables.delete, thread_id)
 
     async def threads(
         self,

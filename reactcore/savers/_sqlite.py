@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,10 +22,11 @@ import attrs
 
 from .. import _validate as valid
 from .._config import check_thread_id
+from .._exceptions import SaverUnavailable, ThreadBusy
 from ._document import load_checkpoint
-from ._leases import Lease, LocalLeases, Renewal, hold_lease
+from ._leases import OUTSIDE_WRITE, WAIT_POLL, Lease, LocalLeases, Renewal, hold_lease
 from ._protocol import Checkpoint, _check_thread, _info
-from ._sql import Dialect, Tables, TableSaver, Write, convert, old_table_statements
+from ._sql import FORGET, Dialect, Tables, TableSaver, Write, convert, old_table_statements
 
 _T = TypeVar("_T")
 
@@ -64,9 +66,9 @@ _OLD = "checkpoints_whole"
 _SQL = {
     **DIALECT.statements(),
     **{name: DIALECT.sql(text) for name, text in old_table_statements(_OLD).items()},
-    "request_cancel": "INSERT OR REPLACE INTO cancel_requests (thread_id, requested_at)"
-    " VALUES (:thread, :at)",
-    "select_cancel": "SELECT 1 FROM cancel_requests WHERE thread_id = :thread",
+    "request_cancel": "INSERT OR REPLACE INTO cancel_requests (thread_id, owner, requested_at)"
+    " VALUES (:thread, :owner, :at)",
+    "select_cancel": "SELECT 1 FROM cancel_requests WHERE thread_id = :thread AND owner = :owner",
     "delete_cancel": "DELETE FROM cancel_requests WHERE thread_id = :thread",
 }
 
@@ -119,10 +121,17 @@ def _migrate_to_3(conn: sqlite3.Connection) -> None:
     conn.execute(f"DROP TABLE {_OLD}")
 
 
+def _migrate_to_4(conn: sqlite3.Connection) -> None:
+    """Version 4: a cancel request names the run it is for (a request for the thread
+    could reach the run that claimed it next)."""
+    conn.execute("ALTER TABLE cancel_requests ADD COLUMN owner TEXT")
+
+
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
     _migrate_to_3,
+    _migrate_to_4,
 )
 """``_MIGRATIONS[n]`` brings a file from layout version ``n`` to ``n + 1``."""
 
@@ -142,15 +151,35 @@ def _user_version(conn: sqlite3.Connection) -> int:
 
 def _transaction(conn: sqlite3.Connection, work: Callable[[], _T], write: bool = True) -> _T:
     """Run ``work`` in one transaction: a write transaction takes the write lock at once;
-    a read transaction reads one snapshot of the file, whatever other processes commit."""
+    a read transaction reads one snapshot of the file, whatever other processes commit.
+
+    On a failure the transaction is rolled back, unless SQLite did so already (it does,
+    on a full disk or an I/O error): the failure is raised as it came, and a rollback
+    that fails is noted on it, never raised instead of it."""
     conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
     try:
         result = work()
         conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
+    except BaseException as failure:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error as rollback:  # (the saver drops a connection left open)
+                failure.add_note(f"rolling the transaction back failed too: {rollback}")
         raise
     return result
+
+
+def _unavailable(path: str, error: sqlite3.Error) -> SaverUnavailable | None:
+    """``SaverUnavailable`` for an error of SQLite on the file (a full disk, an I/O
+    error, a file that cannot be opened or is no database, a lock held too long), with
+    SQLite's reason; ``None`` for the errors of a bug (a constraint, misuse of the API)."""
+    if not isinstance(error, sqlite3.OperationalError) and type(error) is not sqlite3.DatabaseError:
+        return None
+    reason = " ".join(str(error).split()) or repr(error)
+    return SaverUnavailable(
+        f"SQLite file {path} cannot be used: {reason} ({error.sqlite_errorname})", target=path
+    )
 
 
 def _create_schema(conn: sqlite3.Connection) -> None:
@@ -206,13 +235,25 @@ def _holder_of(fd: int) -> str:
     return "another run"
 
 
+def _write_holder(fd: int, name: str, owner: str | None) -> None:
+    """Name the holder in its lock file: ``name``, the pid, and the run (``owner``)."""
+    pid = os.getpid()
+    run = "" if owner is None else json.dumps(owner)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{name} (pid {pid})\n{pid}\n{run}\n".encode(), 0)
+
+
 @attrs.define(eq=False)
 class _FileLeases:
     """Claims shared by the processes of one machine: an exclusive ``flock`` on a file
     per thread in ``directory``. The kernel drops the lock when its holder dies, so a
-    killed process never keeps a thread. The file holds its holder's name and pid
+    killed process never keeps a thread. The file holds its holder's name, pid and run
     (emptied on release), for ``ThreadBusy`` and ``request_cancel``; cancel requests
-    live in the database."""
+    live in the database, each for the run the file named when it was made.
+
+    A ``put`` outside any claim (``writing``) holds the file for the time of its write:
+    refused with ``ThreadBusy`` while a run owns the thread, wherever it runs (any saver
+    object, any process on the file), and a claim meanwhile finds the thread busy."""
 
     directory: Path
     saver: SqliteSaver
@@ -223,29 +264,56 @@ class _FileLeases:
         digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
         return self.directory / f"{digest[:40]}.lock"
 
-    def try_acquire(self, thread_id: str, owner: str) -> str | None:
+    def _unusable(self, error: OSError) -> SaverUnavailable:
+        """``SaverUnavailable`` for a lock file that cannot be made, locked or written."""
+        path = os.fspath(self.saver.path)
+        return SaverUnavailable(
+            f"SQLite file {path} cannot be used: its lock files in {self.directory} cannot "
+            f"be made or written ({error})",
+            target=path,
+        )
+
+    def _take(self, thread_id: str) -> int | str:
+        """The thread's lock file, locked (its descriptor), or who holds it."""
         import fcntl  # POSIX only, and only needed here: importing reactcore works anywhere
 
+        try:
+            self.directory.mkdir(exist_ok=True)
+            fd = os.open(self._path(thread_id), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise self._unusable(exc) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            try:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise self._unusable(exc) from exc
+                return _holder_of(fd)
+            finally:
+                os.close(fd)
+        return fd
+
+    def _name_holder(self, fd: int, name: str, owner: str | None) -> None:
+        try:
+            _write_holder(fd, name, owner)
+        except OSError as exc:
+            raise self._unusable(exc) from exc
+
+    def try_acquire(self, thread_id: str, owner: str) -> str | None:
         with self._lock:
             mine = next((o for (t, o) in self._fds if t == thread_id), None)
         if mine is not None:  # held in this process: no need to ask the kernel
             return f"run {mine} (pid {os.getpid()})"
-        self.directory.mkdir(exist_ok=True)
-        fd = os.open(self._path(thread_id), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._take(thread_id)
+        if isinstance(fd, str):
+            return fd
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                holder = _holder_of(fd)
-                os.close(fd)
-                return holder
             with self._lock:
                 self._fds[(thread_id, owner)] = fd
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"run {owner} (pid {os.getpid()})\n{os.getpid()}\n".encode(), 0)
+            # Requests for earlier owners go first; from the moment the file names this
+            # owner, a request is for it.
             self.saver._cancel("delete_cancel", thread_id)
+            self._name_holder(fd, f"run {owner}", owner)
         except BaseException:
             with self._lock:
                 self._fds.pop((thread_id, owner), None)
@@ -253,8 +321,33 @@ class _FileLeases:
             raise
         return None
 
+    @contextmanager
+    def writing(self, thread_id: str, owner: str) -> Iterator[None]:
+        """Hold ``thread_id`` for one write of a checkpoint of run ``owner``: at once when
+        this saver's claim of ``owner`` holds it; else the lock file, for the write (a
+        write outside any claim that holds it is waited for, up to ``busy_timeout``
+        seconds); ``ThreadBusy`` naming the holder when a run holds it."""
+        with self._lock:
+            claimed = (thread_id, owner) in self._fds
+        if claimed:
+            yield
+            return
+        deadline = time.monotonic() + self.saver.busy_timeout
+        while isinstance(fd := self._take(thread_id), str):
+            if not fd.startswith(OUTSIDE_WRITE) or time.monotonic() >= deadline:
+                raise ThreadBusy(thread_id, fd)
+            time.sleep(WAIT_POLL)
+        try:
+            self._name_holder(fd, OUTSIDE_WRITE, None)
+            yield
+        finally:
+            try:
+                os.ftruncate(fd, 0)
+            finally:
+                os.close(fd)  # drops the lock
+
     def renew(self, thread_id: str, owner: str) -> Renewal:
-        rows = self.saver._cancel("select_cancel", thread_id)
+        rows = self.saver._cancel("select_cancel", thread_id, owner)
         return "cancel" if rows else "held"
 
     def release(self, thread_id: str, owner: str) -> None:
@@ -268,13 +361,20 @@ class _FileLeases:
         finally:
             os.close(fd)  # drops the lock
 
-    def holder_alive(self, thread_id: str) -> bool:
-        """Whether a live process holds ``thread_id`` (from the pid in its file)."""
+    def live_owner(self, thread_id: str) -> str | None:
+        """The run a live process holds ``thread_id`` for, from its lock file (``None``:
+        none, or a write outside any run)."""
         try:
             lines = self._path(thread_id).read_text("utf-8", "replace").split("\n")
         except FileNotFoundError:
-            return False
-        return len(lines) > 1 and lines[1].isdigit() and _process_alive(int(lines[1]))
+            return None
+        if len(lines) < 3 or not lines[1].isdigit() or not _process_alive(int(lines[1])):
+            return None
+        try:
+            owner = json.loads(lines[2])
+        except ValueError:  # none (a write outside any run), or being written
+            return None
+        return owner if isinstance(owner, str) else None
 
 
 @attrs.define(eq=False)
@@ -306,12 +406,16 @@ class SqliteSaver(TableSaver):
     saver knows, and reads the thread again if another process wrote meanwhile.
 
     **Ownership** (``claim``): one run at a time per thread, among the runs of every
-    process on this machine, through a file lock per thread in the folder
-    ``<path>.leases`` (POSIX ``flock``; a killed process's locks are dropped by the
-    kernel at once). A run polls for cancel requests every ``cancel_poll`` seconds. A
-    claim never lapses while its process lives, even a paused one (SIGSTOP, a long GC
-    pause): the thread stays busy until it resumes or dies, so no stale owner ever
-    writes beside a successor, and writes need no fencing token.
+    process on this machine and every saver object on the file, through a file lock per
+    thread in the folder ``<path>.leases`` (POSIX ``flock``; a killed process's locks
+    are dropped by the kernel at once). A ``put`` of a checkpoint whose run does not
+    hold the thread through this saver takes the lock for its write: it is refused with
+    ``ThreadBusy`` while a run owns the thread, so nothing lands in the middle of that
+    run's history. A run polls for cancel requests every ``cancel_poll`` seconds; a
+    request is for the run that owned the thread when it was made. A claim never lapses
+    while its process lives, even a paused one (SIGSTOP, a long GC pause): the thread
+    stays busy until it resumes or dies, so no stale owner ever writes beside a
+    successor, and writes need no fencing token.
 
     Order is the order ``put`` was called (``checkpoint_id`` counts a thread's
     checkpoints: ``"1"``, ``"2"`` …). ``path`` may be ``":memory:"`` (one private
@@ -328,14 +432,13 @@ class SqliteSaver(TableSaver):
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _leases: _FileLeases | LocalLeases = attrs.field(init=False)
     _tables: Tables = attrs.field(init=False)
-    _forget_also = ("delete_cancel",)
 
     def __attrs_post_init__(self) -> None:
         if os.fspath(self.path) == ":memory:":
             self._leases = LocalLeases()
         else:
             self._leases = _FileLeases(Path(f"{os.fspath(self.path)}.leases"), self)
-        self._tables = Tables(DIALECT, self._transact)
+        self._tables = Tables(DIALECT, self._transact, (*FORGET, "delete_cancel"))
 
     async def __aenter__(self) -> SqliteSaver:
         await self._run(lambda conn: None)  # open now, so a bad file fails here
@@ -357,20 +460,38 @@ class SqliteSaver(TableSaver):
                 self._conn = None
 
     def _locked(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``operation`` on the connection (opened on first use), holding the lock."""
+        """Run ``operation`` on the connection (opened on first use), holding the lock.
+
+        SQLite's errors on the file are raised as ``SaverUnavailable`` with SQLite's
+        reason (see ``_unavailable``); a connection left inside a transaction (its
+        rollback failed) is closed, and the next operation opens a new one.
+        """
         with self._lock:
             if self._closed:
                 raise anyio.ClosedResourceError("this SqliteSaver was closed")
-            if self._conn is None:
-                self._conn = _connect(os.fspath(self.path), self.busy_timeout)
-            return operation(self._conn)
+            path = os.fspath(self.path)
+            try:
+                if self._conn is None:
+                    self._conn = _connect(path, self.busy_timeout)
+                return operation(self._conn)
+            except sqlite3.Error as error:
+                if self._conn is not None and self._conn.in_transaction:
+                    self._conn.close()  # (rolls back)
+                    self._conn = None
+                unavailable = _unavailable(path, error)
+                if unavailable is None:
+                    raise
+                raise unavailable from error
 
     def _transact(self, work: Callable[[_Connection], _T], write: bool) -> _T:
         return self._locked(lambda conn: _transaction(conn, lambda: work(_Connection(conn)), write))
 
-    def _cancel(self, name: str, thread_id: str) -> Sequence[Sequence[Any]]:
-        """Run the cancel-request statement ``name`` for ``thread_id`` (autocommit)."""
-        params = {"thread": thread_id, "at": time.time()}
+    def _cancel(
+        self, name: str, thread_id: str, owner: str | None = None
+    ) -> Sequence[Sequence[Any]]:
+        """Run the cancel-request statement ``name`` for ``thread_id`` and its run
+        ``owner`` (autocommit)."""
+        params = {"thread": thread_id, "owner": owner, "at": time.time()}
         return self._locked(lambda conn: _Connection(conn).fetch(name, params))
 
     async def _run(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
@@ -383,7 +504,11 @@ class SqliteSaver(TableSaver):
         Raised by ``put``: ``ValueError`` when ``checkpoint.thread_id`` is another thread,
         or ``thread_id`` breaks the rule of ``check_thread_id``; ``TypeError`` when the
         state holds a value a checkpoint cannot keep (see ``dump_checkpoint``);
-        ``sqlite3.Error`` when the file cannot be written.
+        ``SaverUnavailable`` when the file cannot be written (a full disk, an I/O error),
+        with SQLite's reason: nothing of the checkpoint is stored; ``ThreadBusy`` when
+        another run than ``checkpoint.run_id`` owns the thread (through any saver on the
+        file, in any process), or this saver holds no claim of ``checkpoint.run_id`` and
+        that run owns it through another (nothing is stored).
         """
         _check_thread(thread_id, checkpoint)
 
@@ -391,7 +516,11 @@ class SqliteSaver(TableSaver):
             stored: bool = self._transact(lambda conn: self._tables.store(conn, rows), True)
             return stored
 
-        await anyio.to_thread.run_sync(self._tables.put, thread_id, checkpoint, store)
+        def put() -> None:
+            with self._leases.writing(thread_id, checkpoint.run_id):
+                self._tables.put(thread_id, checkpoint, store)
+
+        await anyio.to_thread.run_sync(put)
 
     def claim(
         self,
@@ -426,9 +555,11 @@ class SqliteSaver(TableSaver):
             return leases.request_cancel(thread_id)
 
         def ask() -> bool:
-            if not leases.holder_alive(thread_id):
+            owner = leases.live_owner(thread_id)
+            if owner is None:
                 return False
-            self._cancel("request_cancel", thread_id)
+            # For that run: if it released the thread meanwhile, the next owner is not it.
+            self._cancel("request_cancel", thread_id, owner)
             return True
 
         return await anyio.to_thread.run_sync(ask)
