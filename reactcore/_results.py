@@ -29,6 +29,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import functools
 import json
 import pathlib
 import types
@@ -37,6 +38,7 @@ import uuid
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import attrs
+import cattrs
 from cattrs.cols import is_any_set
 
 from ._messages import PART_TYPES, ContentPart, TextPart, part_from_bytes
@@ -48,21 +50,29 @@ from ._validate import a_or_an
 _BYTES = (bytes, bytearray, memoryview)
 
 
-def _sorted_items(value: collections.abc.Set[Any]) -> list[Any]:
-    """A set's items, unstructured, in order when they can be ordered (else as iterated)."""
-    items = [converter.unstructure(item) for item in value]
-    try:
-        return sorted(items)
-    except TypeError:  # mixed types, or objects without an order
-        return items
-
-
 def _is_set_type(tp: Any) -> bool:
     return is_any_set(tp) or (isinstance(tp, type) and issubclass(tp, collections.abc.Set))
 
 
-converter.register_unstructure_hook_func(_is_set_type, _sorted_items)
-converter.register_unstructure_hook(pathlib.PurePath, str)  # (cattrs knows only Path)
+@functools.cache
+def _results_converter() -> cattrs.Converter:
+    """The one converter, copied (at first use, once every module has registered its
+    hooks) with what only a tool's result may do: a set becomes an array. A result goes
+    one way, to the model; state and events keep the converter's strictness, where a set
+    turned into a list would not load back as what was stored."""
+    results = converter.copy()
+
+    def sorted_items(value: collections.abc.Set[Any]) -> list[Any]:
+        """A set's items, unstructured, in order when they can be ordered."""
+        items = [results.unstructure(item) for item in value]
+        try:
+            return sorted(items)
+        except TypeError:  # mixed types, or objects without an order
+            return items
+
+    results.register_unstructure_hook_func(_is_set_type, sorted_items)
+    results.register_unstructure_hook(pathlib.PurePath, str)  # (cattrs knows only Path)
+    return results
 
 
 def _leftover(value: Any) -> Any:
@@ -91,7 +101,7 @@ def to_json_text(value: Any) -> str:
         return clean_text(value)
     if value is None:
         return "null"
-    return clean_text(_ENCODER.encode(converter.unstructure(value)))
+    return clean_text(_ENCODER.encode(_results_converter().unstructure(value)))
 
 
 def _is_content(value: Any) -> bool:
