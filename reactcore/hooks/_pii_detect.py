@@ -51,6 +51,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 import attrs
 
@@ -173,12 +174,13 @@ _DATE_START = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./
 _BEFORE = re.compile(r"[\w.+-]")  # a number does not start right after one of these
 _AFTER = re.compile(r"\w|[.-]\d")  # nor end right before one of these
 _FEWEST_DIGITS, _MOST_DIGITS = 8, 15  # of any phone number (E.164 at most)
+_FEWEST_NATIONAL, _MOST_NATIONAL = 9, 12
 
 
-@attrs.frozen
-class _Group:
+class _Group(NamedTuple):
     """A group of digits of a chain: where it starts (its parenthesis, not the separator
-    before it) and ends, the separator before it, and its digits."""
+    before it) and ends, whether a separator comes before it, whether it is in
+    parentheses, and its digits."""
 
     start: int
     end: int
@@ -202,8 +204,6 @@ def _north_american(groups: Sequence[_Group]) -> bool:
         if groups[0].paren or groups[0].digits != "1" or not groups[1].sep:
             return False
         groups = groups[1:]
-    if len(groups) != 3:
-        return False
     area, exchange, line = groups
     return (
         len(area.digits) == 3
@@ -216,42 +216,52 @@ def _north_american(groups: Sequence[_Group]) -> bool:
     )
 
 
+def _ends_number(text: str, at: int) -> bool:
+    """Whether a number may end at ``text[at]`` (it does not go on)."""
+    return not _AFTER.match(text, at)
+
+
+def _not_a_date(value: str) -> bool:
+    return not _DATE_START.match(value) and not is_ipv4(value)
+
+
 def _longest_number(text: str, groups: Sequence[_Group], at: int, plus: bool) -> int:
     """How many of ``groups`` from ``groups[at]`` (where a number may start) the longest
     phone number there takes; 0 for none. At most 15 digits are looked at."""
     first = groups[at]
-    national = (
-        not plus
-        and first.digits[0] == "0"
-        and len(first.digits) >= 2
-        and not (first.paren and len(first.digits) > 5)
-    )
-    if not plus and not national and first.digits != "1" and len(first.digits) != 3:
-        return 0  # no number starts with this group
-    most = _MOST_DIGITS if plus else 12 if national else 11
-    longest, digits, national_groups = 0, 0, national
-    for count in range(1, len(groups) - at + 1):
-        group = groups[at + count - 1]
+    if not plus and (first.digits[0] != "0" or (first.paren and len(first.digits) > 5)):
+        # North-American: one shape, so one count of groups to check
+        count = 4 if first.digits == "1" else 3
+        last = at + count - 1
+        fits = (
+            last < len(groups)
+            and _north_american(groups[at : last + 1])
+            and _ends_number(text, groups[last].end)
+            and _not_a_date(text[first.start : groups[last].end])
+        )
+        return count if fits else 0
+    if not plus and len(first.digits) < 2:
+        return 0  # a national number's first group is 0 and at least one more digit
+    longest, digits = 0, 0
+    for last in range(at, len(groups)):
+        group = groups[last]
         digits += len(group.digits)
-        if digits > most or (not plus and not national and count > 4):
+        if digits > (_MOST_DIGITS if plus else _MOST_NATIONAL):
             break
-        if plus and count > 1 and group.paren and len(group.digits) > 5:
-            break
-        if count > 1:
-            national_groups = national_groups and not group.paren and len(group.digits) >= 2
-        if _AFTER.match(text, group.end):
-            continue  # the number goes on: it cannot end here
+        if last > at and (
+            (group.paren and (not plus or len(group.digits) > 5))
+            or (not plus and len(group.digits) < 2)
+        ):
+            break  # a national number's later groups: 2 digits or more, no parentheses
+        if not _ends_number(text, group.end):
+            continue
         if plus:
-            fits = digits >= 8 and not first.paren
-        elif national:
-            fits = national_groups and count >= 2 and digits >= 9
+            fits = digits >= _FEWEST_DIGITS and not first.paren
         else:
-            fits = count >= 3 and _north_american(groups[at : at + count])
-        if fits and not plus:
-            value = text[first.start : group.end]
-            fits = not _DATE_START.match(value) and not is_ipv4(value)
+            fits = last > at and digits >= _FEWEST_NATIONAL
+            fits = fits and _not_a_date(text[first.start : group.end])
         if fits:
-            longest = count
+            longest = last - at + 1
     return longest
 
 
