@@ -423,6 +423,42 @@ async def test_input_already_in_the_history_is_redacted_when_the_hook_is_added()
     ]
 
 
+async def test_earlier_checkpoints_keep_what_they_held_until_the_thread_is_compacted(
+    tmp_path: Path,
+) -> None:
+    """Adding the hook to a thread redacts its current state (the next request, the
+    latest checkpoint and every later one) but not its earlier checkpoints, which a saver
+    never rewrites; keeping only the latest checkpoint (the docs' recipe: read it, delete
+    the thread, put it back) leaves no value in the SQLite file, and the thread goes on."""
+    db = tmp_path / "runs.db"
+    config = RunnableConfig(thread_id="t")
+    async with SqliteSaver(db) as saver:
+        await ReactAgent("a", ScriptedChatModel(["ok"]), saver=saver).invoke(EMAIL, config)
+        model = ScriptedChatModel(["ok", "still ok"])
+        agent = ReactAgent("a", model, hooks=[PIIRedactionHook()], saver=saver)
+        await agent.invoke("again", config)
+        assert EMAIL not in repr(model.requests)
+        held = [EMAIL in repr(c.state.data) for c in await saver.list("t")]
+        assert held[0] and not held[-1]
+        assert EMAIL.encode() in stored_bytes(db)
+
+        latest = await saver.get("t")
+        assert latest is not None
+        await saver.delete("t")
+        await saver.put("t", latest)
+        assert [EMAIL in repr(c.state.data) for c in await saver.list("t")] == [False]
+        result = await agent.invoke("more", config)
+    assert EMAIL.encode() not in stored_bytes(db)
+    assert [getattr(m, "text", None) for m in result.messages] == [
+        "[REDACTED:email]",
+        "ok",
+        "again",
+        "ok",
+        "more",
+        "still ok",
+    ]
+
+
 async def test_tool_results_are_redacted_before_they_are_recorded(tmp_path: Path) -> None:
     """A tool's text, text parts and ``data`` are redacted as the result comes back: the
     response in the state, the model's next request and the checkpoints hold no value."""

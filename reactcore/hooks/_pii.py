@@ -8,7 +8,11 @@ or later model request ever holds the original:
 - ``tool_result``: a tool interceptor, as the result comes back and before the node
   records it (a batch checkpoints each call's result as it ends);
 - ``model_output``: a model interceptor, on the model's answer before it enters the
-  state (and before ``ModelCallFinished`` carries it).
+  state (and before ``ModelCallFinished`` carries it), the copies of its thinking its
+  provider keeps included (``_pii_provider``).
+
+A text larger than ``OFF_LOOP_CHARS`` is scanned in a worker thread, so the event loop
+goes on serving every other run meanwhile.
 """
 
 from __future__ import annotations
@@ -173,7 +177,12 @@ class PIIRedactionHook:
     The user's input is every ``UserMessage`` of the state, checked before the first model
     call of each new run (text and text parts). A tool's result is its text, text parts
     and ``data``, and the message of an exception it raised. The model's answer is its
-    text and reasoning, not its tool calls' arguments (the tools need them). Streamed
+    text and reasoning, with the copies its provider keeps in ``provider_data`` (redacted
+    in place, or dropped where the provider signed them: Anthropic's thinking blocks, a
+    signed Gemini thought), not its tool calls' arguments (the tools need them). A thread
+    that ran before the hook was added: its user messages are redacted at the next run's
+    start, its earlier checkpoints are not rewritten (the docs show how to purge them).
+    Large texts (over ``OFF_LOOP_CHARS`` in all) are scanned in a worker thread. Streamed
     ``ModelDelta`` events go out as the model writes, before the answer is whole: they
     are not redacted (run with streaming off when they must not carry it either).
 

@@ -82,11 +82,24 @@ def emails(text: str) -> Spans:
 
 # --- credit cards ------------------------------------------------------------------------
 
-# Digits in groups separated by one space or one dash, not inside a word.
-_DIGIT_GROUPS = re.compile(r"(?<![\w])[0-9]+(?:[ -][0-9]+)*(?!\w)")
+# Digits in groups separated by one space or one dash: maximal runs, read once (a group
+# inside a word is left out of its run after the search, not by backtracking).
+_DIGIT_GROUPS = re.compile(r"[0-9]++(?:[ -][0-9]++)*+")
 _GROUP = re.compile(r"[0-9]+")
+_WORD = re.compile(r"\w")
 _DOUBLED = (0, 2, 4, 6, 8, 1, 3, 5, 7, 9)  # a digit doubled, its digits added (Luhn)
 _FEWEST, _MOST = 13, 19  # digits of a card number
+_CHUNK = 4096
+
+
+def _running_sums(values: list[int]) -> list[int]:
+    """The prefix sums of ``values`` (``0`` first), a chunk at a time: never one long C
+    call holding the interpreter."""
+    sums = [0]
+    for at in range(0, len(values), _CHUNK):
+        chunk = itertools.accumulate(values[at : at + _CHUNK], initial=sums[-1])
+        sums.extend(itertools.islice(chunk, 1, None))
+    return sums
 
 
 def _luhn_sums(digits: str) -> tuple[list[int], list[int]]:
@@ -97,7 +110,21 @@ def _luhn_sums(digits: str) -> tuple[list[int], list[int]]:
     values = [ord(c) - 48 for c in digits]
     even = [_DOUBLED[v] if i % 2 == 0 else v for i, v in enumerate(values)]
     odd = [v if i % 2 == 0 else _DOUBLED[v] for i, v in enumerate(values)]
-    return list(itertools.accumulate(even, initial=0)), list(itertools.accumulate(odd, initial=0))
+    return _running_sums(even), _running_sums(odd)
+
+
+def _card_groups(text: str, run: re.Match[str]) -> tuple[list[int], list[int]]:
+    """Where the digit groups of ``run`` start and end, but a first one that goes on a
+    word before it, or a last one that goes on into a word after it."""
+    starts, ends = [], []
+    for m in _GROUP.finditer(text, run.start(), run.end()):
+        starts.append(m.start())
+        ends.append(m.end())
+    if starts and starts[0] > 0 and _WORD.match(text, starts[0] - 1):
+        del starts[0], ends[0]
+    if starts and _WORD.match(text, ends[-1]):
+        del starts[-1], ends[-1]
+    return starts, ends
 
 
 def credit_cards(text: str) -> Spans:
@@ -107,26 +134,26 @@ def credit_cards(text: str) -> Spans:
     for run in _DIGIT_GROUPS.finditer(text):
         if run.end() - run.start() < _FEWEST:
             continue
-        groups = [m.span() for m in _GROUP.finditer(text, run.start(), run.end())]
-        digits = "".join(text[a:b] for a, b in groups)
+        starts, ends = _card_groups(text, run)
+        digits = "".join(text[a:b] for a, b in zip(starts, ends, strict=True))
         if len(digits) < _FEWEST:
             continue
         sums = _luhn_sums(digits)
-        ends = list(itertools.accumulate(b - a for a, b in groups))  # digits up to each group
+        counts = _running_sums([b - a for a, b in zip(starts, ends, strict=True)])
         first = 0
-        while first < len(groups):
-            begin = ends[first - 1] if first else 0
-            last = bisect.bisect_right(ends, begin + _MOST) - 1
-            fewest = bisect.bisect_left(ends, begin + _FEWEST)
+        while first < len(starts):
+            begin = counts[first]  # digits before the first group
+            last = bisect.bisect_right(counts, begin + _MOST) - 2
+            fewest = bisect.bisect_left(counts, begin + _FEWEST) - 1
             while last >= fewest:
-                end = ends[last]
+                end = counts[last + 1]
                 if (sums[end % 2][end] - sums[end % 2][begin]) % 10 == 0:
                     break
                 last -= 1
             if last < fewest:
                 first += 1
                 continue
-            yield groups[first][0], groups[last][1]
+            yield starts[first], ends[last]
             first = last + 1
 
 
@@ -175,6 +202,7 @@ _BEFORE = re.compile(r"[\w.+-]")  # a number does not start right after one of t
 _AFTER = re.compile(r"\w|[.-]\d")  # nor end right before one of these
 _FEWEST_DIGITS, _MOST_DIGITS = 8, 15  # of any phone number (E.164 at most)
 _FEWEST_NATIONAL, _MOST_NATIONAL = 9, 12
+_WINDOW = _MOST_DIGITS + 1  # more groups than a number can take (each has a digit)
 
 
 class _Group(NamedTuple):
@@ -189,12 +217,12 @@ class _Group(NamedTuple):
     digits: str
 
 
-def _groups(text: str, chain: re.Match[str]) -> list[_Group]:
+def _groups(text: str, chain: re.Match[str]) -> Iterator[_Group]:
     at = chain.start() + (chain[0][0] == "+")
-    return [
+    return (
         _Group(m.start(2), m.end(), bool(m[1]), bool(m[2]), m[3])
         for m in _GROUP_IN_CHAIN.finditer(text, at, chain.end())
-    ]
+    )
 
 
 def _north_american(groups: Sequence[_Group]) -> bool:
@@ -225,17 +253,17 @@ def _not_a_date(value: str) -> bool:
     return not _DATE_START.match(value) and not is_ipv4(value)
 
 
-def _longest_number(text: str, groups: Sequence[_Group], at: int, plus: bool) -> int:
-    """How many of ``groups`` from ``groups[at]`` (where a number may start) the longest
-    phone number there takes; 0 for none. At most 15 digits are looked at."""
-    first = groups[at]
+def _longest_number(text: str, groups: Sequence[_Group], plus: bool) -> int:
+    """How many of ``groups`` (the first where a number may start) the longest phone
+    number there takes; 0 for none. At most 15 digits are looked at."""
+    first = groups[0]
     if not plus and (first.digits[0] != "0" or (first.paren and len(first.digits) > 5)):
         # North-American: one shape, so one count of groups to check
         count = 4 if first.digits == "1" else 3
-        last = at + count - 1
+        last = count - 1
         fits = (
             last < len(groups)
-            and _north_american(groups[at : last + 1])
+            and _north_american(groups[:count])
             and _ends_number(text, groups[last].end)
             and _not_a_date(text[first.start : groups[last].end])
         )
@@ -243,12 +271,12 @@ def _longest_number(text: str, groups: Sequence[_Group], at: int, plus: bool) ->
     if not plus and len(first.digits) < 2:
         return 0  # a national number's first group is 0 and at least one more digit
     longest, digits = 0, 0
-    for last in range(at, len(groups)):
+    for last in range(len(groups)):
         group = groups[last]
         digits += len(group.digits)
         if digits > (_MOST_DIGITS if plus else _MOST_NATIONAL):
             break
-        if last > at and (
+        if last > 0 and (
             (group.paren and (not plus or len(group.digits) > 5))
             or (not plus and len(group.digits) < 2)
         ):
@@ -258,30 +286,33 @@ def _longest_number(text: str, groups: Sequence[_Group], at: int, plus: bool) ->
         if plus:
             fits = digits >= _FEWEST_DIGITS and not first.paren
         else:
-            fits = last > at and digits >= _FEWEST_NATIONAL
+            fits = last > 0 and digits >= _FEWEST_NATIONAL
             fits = fits and _not_a_date(text[first.start : group.end])
         if fits:
-            longest = last - at + 1
+            longest = last + 1
     return longest
 
 
 def phones(text: str) -> Spans:
-    """Each chain of digit groups is read once: from each group where a number may start,
-    the longest number there (the rules in the module docstring), then on after it."""
+    """Each chain of digit groups is read once, through a window of the next 16 groups
+    (more than a number can take): from each group where a number may start, the longest
+    number there (the rules in the module docstring), then on after it."""
     for chain in _CHAIN.finditer(text):
         if chain.end() - chain.start() < _FEWEST_DIGITS:
             continue
         plus = chain[0][0] == "+"
         groups = _groups(text, chain)
-        at = 0
-        while at < len(groups):
-            start = groups[at].start - (plus and at == 0)
+        window = list(itertools.islice(groups, _WINDOW))
+        while window:
+            start = window[0].start - plus
             taken = 0
             if start == 0 or not _BEFORE.match(text, start - 1):
-                taken = _longest_number(text, groups, at, plus and at == 0)
+                taken = _longest_number(text, window, plus)
             if taken:
-                yield start, groups[at + taken - 1].end
-            at += taken or 1
+                yield start, window[taken - 1].end
+            del window[: taken or 1]
+            window.extend(itertools.islice(groups, _WINDOW - len(window)))
+            plus = False
 
 
 # --- API keys and other secrets ----------------------------------------------------------
@@ -355,32 +386,35 @@ SLICE_CHARS = 32 * 1024
 """A long text is scanned by the built-in detectors in slices of about this many
 characters, so no single regex search holds the interpreter (and, in a worker thread, the
 event loop waiting for the GIL) for long."""
-# Characters no built-in finding contains and none of their patterns looks at, on either
-# side, otherwise than at the text's ends: a cut right after one changes no finding.
+# Characters no finding of a detector contains and none of its patterns looks at, on
+# either side, otherwise than at the text's ends: a cut right after one changes nothing.
+# Phone and card numbers have spaces inside; the other kinds never do.
 _CUT = re.compile(r"[\n\r\t\v\f\"',;<>\[\]{}|\\`!?*&#$^~]")
-_SLICED = frozenset(BUILTIN.values())
+_CUT_OR_SPACE = re.compile(r"[\s\"',;<>\[\]{}|\\`!?*&#$^~]")
+_CUTS = {d: _CUT if k in ("phone", "credit_card") else _CUT_OR_SPACE for k, d in BUILTIN.items()}
 
 
-def slices(text: str) -> Iterator[tuple[int, int]]:
+def slices(text: str, cut: re.Pattern[str] = _CUT) -> Iterator[tuple[int, int]]:
     """``text`` as consecutive ``(start, end)`` slices of at least ``SLICE_CHARS`` (the
-    last one shorter), each ending right after a line break or punctuation that no
-    built-in finding spans; a text with no such place further on is one slice to its end."""
+    last one shorter), each ending right after a character of ``cut``; a text with no such
+    character further on is one slice to its end."""
     at = 0
     while len(text) - at > SLICE_CHARS:
-        cut = _CUT.search(text, at + SLICE_CHARS)
-        if cut is None:
+        found = cut.search(text, at + SLICE_CHARS)
+        if found is None:
             break
-        yield at, cut.end()
-        at = cut.end()
+        yield at, found.end()
+        at = found.end()
     yield at, len(text)
 
 
 def _spans(text: str, detector: Detector) -> Spans:
     """What ``detector`` finds in ``text``: a built-in one slice by slice."""
-    if detector not in _SLICED or len(text) <= SLICE_CHARS:
+    cut = _CUTS.get(detector)
+    if cut is None or len(text) <= SLICE_CHARS:
         yield from detector(text)
         return
-    for start, end in slices(text):
+    for start, end in slices(text, cut):
         yield from ((start + a, start + b) for a, b in detector(text[start:end]))
 
 
