@@ -11,7 +11,7 @@ across sizes is linear time.
 Stall rows, on each backend: a task ticks (``anyio.lowlevel.checkpoint()`` in a loop,
 recording the longest gap between two ticks) while the hook's tool interceptor redacts a
 result; the longest gap is how long the loop was held. Baseline: the same redaction
-called on the loop (``hook.tool_response``), as every size was before.
+called on the loop (``hook.tool_response``), where every size was scanned before.
 
     python benchmarks/bench_pii.py [--quick] [--backend B] [--repeat R] [--json PATH]
 """
@@ -158,7 +158,7 @@ async def stall_rows(backend: str, plan: Plan) -> list[dict[str, Any]]:
         async def on_the_loop(response: Any = response) -> None:
             hook.tool_response(response, call)
 
-        for how, scan in (("on the loop (before)", on_the_loop), ("the hook", through_hook)):
+        for how, scan in (("called on the loop", on_the_loop), ("the hook", through_hook)):
             stalls, took = [], []
             for _ in range(plan.repeat):
                 stall, seconds_ = await longest_stall(scan)
