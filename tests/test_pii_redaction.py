@@ -1,7 +1,10 @@
 """PIIRedactionHook: each detector on positive and negative examples, each mode, and each
 point it applies to (user input, tool results, model output) through real agent runs with
 a ScriptedChatModel, checking the state, the model's requests, the events and the SQLite
-file of the checkpoints never hold the original values.
+file of the checkpoints never hold the original values; a thread that ran before the hook
+(its earlier checkpoints, and how to purge them); large inputs scanned while other tasks
+run. The detectors' cost is in ``test_pii_detect.py``, providers' data in
+``test_pii_provider.py``.
 
 Every async test runs on asyncio and trio.
 """
@@ -10,13 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.lowlevel
-import attrs
 import pytest
 
 from reactcore import (
@@ -42,9 +43,7 @@ from reactcore import (
     tool,
 )
 from reactcore.hooks._pii import OFF_LOOP_CHARS
-from reactcore.hooks._pii_detect import BUILTIN, SLICE_CHARS, find, slices
 from reactcore.testing import ScriptedChatModel
-from tests.providers import PROVIDERS, Provider
 
 pytestmark = pytest.mark.anyio
 
@@ -299,55 +298,6 @@ def test_bad_options_fail_at_construction(
     """Each bad option is refused when the hook is made, naming the parameter."""
     with pytest.raises(error, match=message):
         PIIRedactionHook(**options)
-
-
-# --- the detectors' cost ------------------------------------------------------------------
-
-# Texts that made the old phone detector backtrack (a number's digits split every way:
-# exponential) or rescan (a chain of groups searched again from each group: quadratic,
-# 543 s at 200 KB), and a chain of one-digit groups, each of which may start a number.
-PATHOLOGICAL = {
-    "plus_and_digits": "+1" + "9" * 30 + "a ",
-    "national_groups": "01 ",
-    "single_digits": "1 ",
-}
-
-
-@pytest.mark.parametrize("unit", PATHOLOGICAL.values(), ids=PATHOLOGICAL.keys())
-def test_pathological_text_is_scanned_in_linear_time(unit: str) -> None:
-    """200 KB of text built to make a regex detector backtrack or rescan (the phone
-    detector took 543 s on such input) is scanned by every detector in well under the
-    generous bound of 5 s (about a tenth of that on an idle machine; ``bench_pii.py``
-    shows the time grows linearly)."""
-    text = (unit * (200_000 // len(unit) + 1))[:200_000]
-    started = time.perf_counter()
-    PIIRedactionHook().findings(text)
-    assert time.perf_counter() - started < 5
-
-
-def test_slices_change_no_finding() -> None:
-    """A long text is scanned slice by slice; the cuts change nothing: the findings are
-    those of each detector over the whole text at once, across many slices."""
-    samples = [EMAIL, PHONE, CARD, "10.0.0.1", "2001:db8::8a2e:370:7334", KEY, "555-123-4567"]
-    glue = [" ", "\n", ", ", "; ", '"', "\t", " and ", "-", ".", "!"]
-    words = [f"{samples[i % 7]}{glue[i % 10]}x{i}{glue[(i * 3) % 10]}" for i in range(12_000)]
-    text = "".join(words)
-    assert len(text) > 8 * SLICE_CHARS
-    assert len(list(slices(text))) > 8
-    hook = PIIRedactionHook()
-    whole = find(text, [(k, _Whole(d)) for k, d in BUILTIN.items()])
-    assert hook.findings(text) == whole
-    assert len(whole) > 10_000
-
-
-@attrs.frozen
-class _Whole:
-    """A built-in detector run over the whole text at once (not one ``find`` slices)."""
-
-    detector: Any
-
-    def __call__(self, text: str) -> Any:
-        return self.detector(text)
 
 
 # --- through agent runs ------------------------------------------------------------------
@@ -697,130 +647,6 @@ async def test_evicted_results_are_stored_redacted() -> None:
     stored = result.state["_evicted_results_"]["c1#0"]
     assert stored == big.replace(EMAIL, "[REDACTED:email]")
     assert EMAIL not in repr(result.state.data)
-
-
-# --- what providers keep of the answer ----------------------------------------------------
-
-SIGNED = "EqQBCkgIARABGAIiQL-signed-thinking"
-ENCRYPTED = "gAAAAABo-encrypted-reasoning"
-CALL_SIGNATURE = "R2VtaW5pLWNhbGwtc2lnbmF0dXJl"
-THOUGHT_SIGNATURE = "R2VtaW5pLXRob3VnaHQtc2lnbmF0dXJl"
-ANSWER_TEXT = "Checking."
-
-
-def thinking_answer(provider: Provider) -> AssistantMessage:
-    """An answer asking for one call whose thinking — in ``reasoning`` and in the
-    provider's own copy, ``provider_data`` — names the user's e-mail address."""
-    thought = f"The user is {EMAIL}."
-    data: dict[str, Any] = {
-        "anthropic": {
-            "thinking": [{"index": 0, "type": "thinking", "thinking": thought, "signature": SIGNED}]
-        },
-        "openai-responses": {
-            "output": [
-                {
-                    "type": "reasoning",
-                    "id": "rs_1",
-                    "summary": [{"type": "summary_text", "text": thought}],
-                    "encrypted_content": ENCRYPTED,
-                }
-            ]
-        },
-        "google": {
-            "parts": [
-                {"part": {"text": thought, "thought": True}},
-                {
-                    "part": {
-                        "text": f" Mail {EMAIL}.",
-                        "thought": True,
-                        "thoughtSignature": THOUGHT_SIGNATURE,
-                    }
-                },
-                {"ref": "text", "size": len(ANSWER_TEXT)},
-                {"ref": "call", "index": 0, "thoughtSignature": CALL_SIGNATURE},
-            ]
-        },
-    }[provider.name]
-    reasoning = thought + (f" Mail {EMAIL}." if provider.name == "google" else "")
-    call = ToolCall("toolu_1", "lookup", json.dumps({"who": "x"}))
-    return AssistantMessage(
-        ANSWER_TEXT, [call], reasoning=reasoning, provider_data={provider.name: data}
-    )
-
-
-THINKING_PROVIDERS = [p for p in PROVIDERS if p.name != "openai"]
-
-
-@pytest.mark.parametrize("provider", THINKING_PROVIDERS, ids=lambda p: p.name)
-async def test_the_providers_copy_of_the_thinking_is_redacted_or_dropped(
-    provider: Provider, tmp_path: Path
-) -> None:
-    """The copy of the model's thinking its provider keeps (``provider_data``) is redacted
-    with the reasoning: the next request and the SQLite file hold no value. Unsigned
-    copies are redacted in place (a Responses reasoning summary, its encrypted content
-    kept; a Gemini thought); signed ones, which cannot be edited, are dropped (Anthropic's
-    thinking block — the tool loop then goes on without thinking, as the API allows; a
-    signed Gemini thought), while a call's signature stays."""
-    db = tmp_path / "runs.db"
-    script = [provider.reply(thinking_answer(provider)), provider.reply("found")]
-    with provider.serve(script) as server:
-        async with SqliteSaver(db) as saver:
-            agent = ReactAgent(
-                "a",
-                provider.model(server, thinking=True),
-                tools=[lookup_tool("ok")],
-                hooks=[PIIRedactionHook()],
-                saver=saver,
-            )
-            result = await agent.invoke("who?", RunnableConfig(thread_id="t"))
-    assert result.text == "found"
-    answer = result.messages[1]
-    assert isinstance(answer, AssistantMessage)
-    assert "[REDACTED:email]" in answer.reasoning
-    after = server.requests[1]
-    sent = json.dumps(after)
-    assert EMAIL not in sent and EMAIL not in repr(result.state.data)
-    assert EMAIL.encode() not in stored_bytes(db)
-    if provider.name == "anthropic":
-        assert answer.provider_data == {}
-        assert SIGNED not in sent and "thinking" not in after
-    elif provider.name == "openai-responses":
-        reasoning = next(i for i in after["input"] if i.get("type") == "reasoning")
-        assert reasoning["summary"] == [
-            {"type": "summary_text", "text": "The user is [REDACTED:email]."}
-        ]
-        assert reasoning["encrypted_content"] == ENCRYPTED
-    else:
-        turn = next(t for t in after["contents"] if t["role"] == "model")
-        assert turn["parts"][0] == {"text": "The user is [REDACTED:email].", "thought": True}
-        assert THOUGHT_SIGNATURE not in sent
-        assert [p.get("thoughtSignature") for p in turn["parts"] if "functionCall" in p] == [
-            CALL_SIGNATURE
-        ]
-
-
-@pytest.mark.parametrize("provider", THINKING_PROVIDERS, ids=lambda p: p.name)
-async def test_the_providers_copy_of_harmless_thinking_is_kept_whole(provider: Provider) -> None:
-    """Thinking that holds nothing the detectors find goes back to its provider as it
-    came, signatures and all."""
-    message = thinking_answer(provider)
-    clean = json.loads(json.dumps(message.provider_data).replace(EMAIL, "the customer"))
-    message = attrs.evolve(
-        message, reasoning=message.reasoning.replace(EMAIL, "the customer"), provider_data=clean
-    )
-    response = ModelResponse(message)
-    assert PIIRedactionHook().answer(response) is response
-
-
-def test_a_signed_gemini_text_part_loses_its_signature_when_the_text_is_redacted() -> None:
-    """A Gemini text part signed by the model goes back unsigned once its text is
-    redacted, even when the redaction keeps its length (``mask``): the signature was for
-    the text the model wrote."""
-    layout = [{"ref": "text", "size": 21, "thoughtSignature": THOUGHT_SIGNATURE}]
-    message = AssistantMessage(f"call {PHONE}", provider_data={"google": {"parts": layout}})
-    cleaned = PIIRedactionHook(mode="mask").answer(ModelResponse(message)).message
-    assert cleaned.text == "call +** ** **** 0958"
-    assert cleaned.provider_data == {"google": {"parts": [{"ref": "text", "size": 21}]}}
 
 
 # --- large inputs do not hold the loop ---------------------------------------------------
