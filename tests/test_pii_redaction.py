@@ -1,7 +1,10 @@
 """PIIRedactionHook: each detector on positive and negative examples, each mode, and each
 point it applies to (user input, tool results, model output) through real agent runs with
 a ScriptedChatModel, checking the state, the model's requests, the events and the SQLite
-file of the checkpoints never hold the original values.
+file of the checkpoints never hold the original values; a thread that ran before the hook
+(its earlier checkpoints, and how to purge them); large inputs scanned while other tasks
+run. The detectors' cost is in ``test_pii_detect.py``, providers' data in
+``test_pii_provider.py``.
 
 Every async test runs on asyncio and trio.
 """
@@ -13,6 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from reactcore import (
@@ -20,6 +25,9 @@ from reactcore import (
     LargeResultEviction,
     MemorySaver,
     ModelCallFinished,
+    ModelRequest,
+    ModelResponse,
+    OverAllState,
     PIIDetectedError,
     PIIRedactionHook,
     ReactAgent,
@@ -28,11 +36,13 @@ from reactcore import (
     SqliteSaver,
     TextPart,
     ToolCall,
+    ToolCallRequest,
     ToolCallResponse,
     ToolResponseMessage,
     UserMessage,
     tool,
 )
+from reactcore.hooks._pii import OFF_LOOP_CHARS
 from reactcore.testing import ScriptedChatModel
 
 pytestmark = pytest.mark.anyio
@@ -363,6 +373,42 @@ async def test_input_already_in_the_history_is_redacted_when_the_hook_is_added()
     ]
 
 
+async def test_earlier_checkpoints_keep_what_they_held_until_the_thread_is_compacted(
+    tmp_path: Path,
+) -> None:
+    """Adding the hook to a thread redacts its current state (the next request, the
+    latest checkpoint and every later one) but not its earlier checkpoints, which a saver
+    never rewrites; keeping only the latest checkpoint (the docs' recipe: read it, delete
+    the thread, put it back) leaves no value in the SQLite file, and the thread goes on."""
+    db = tmp_path / "runs.db"
+    config = RunnableConfig(thread_id="t")
+    async with SqliteSaver(db) as saver:
+        await ReactAgent("a", ScriptedChatModel(["ok"]), saver=saver).invoke(EMAIL, config)
+        model = ScriptedChatModel(["ok", "still ok"])
+        agent = ReactAgent("a", model, hooks=[PIIRedactionHook()], saver=saver)
+        await agent.invoke("again", config)
+        assert EMAIL not in repr(model.requests)
+        held = [EMAIL in repr(c.state.data) for c in await saver.list("t")]
+        assert held[0] and not held[-1]
+        assert EMAIL.encode() in stored_bytes(db)
+
+        latest = await saver.get("t")
+        assert latest is not None
+        await saver.delete("t")
+        await saver.put("t", latest)
+        assert [EMAIL in repr(c.state.data) for c in await saver.list("t")] == [False]
+        result = await agent.invoke("more", config)
+    assert EMAIL.encode() not in stored_bytes(db)
+    assert [getattr(m, "text", None) for m in result.messages] == [
+        "[REDACTED:email]",
+        "ok",
+        "again",
+        "ok",
+        "more",
+        "still ok",
+    ]
+
+
 async def test_tool_results_are_redacted_before_they_are_recorded(tmp_path: Path) -> None:
     """A tool's text, text parts and ``data`` are redacted as the result comes back: the
     response in the state, the model's next request and the checkpoints hold no value."""
@@ -601,3 +647,70 @@ async def test_evicted_results_are_stored_redacted() -> None:
     stored = LargeResultEviction.stored_results(result.state)["c1#0"]
     assert stored == big.replace(EMAIL, "[REDACTED:email]")
     assert EMAIL not in repr(result.state.data)
+
+
+# --- large inputs do not hold the loop ---------------------------------------------------
+
+LARGE = "".join(f"row {i}: call 555-123-4567 or mail a{i}@example.com\n" for i in range(6_000))
+
+
+async def scanned_while_ticking(scan: Any) -> tuple[Any, int]:
+    """What ``await scan(mark)`` gives, and how many times another task was scheduled
+    between its ``mark()`` (just before the hook scans) and its end."""
+    ticks = 0
+    marked: list[int] = []
+    ticking = anyio.Event()
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            ticking.set()
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(tick)
+        await ticking.wait()
+        result = await scan(lambda: marked.append(ticks))
+        during = ticks - marked[0]
+        group.cancel_scope.cancel()
+    return result, during
+
+
+@pytest.mark.parametrize("point", ["user_input", "tool_result", "model_output"])
+async def test_a_large_input_is_scanned_while_other_tasks_run(point: str) -> None:
+    """A large text (300 KB) is scanned off the event loop, at each point: another task
+    keeps being scheduled while the hook works, and the text comes back redacted."""
+    assert len(LARGE) > 4 * OFF_LOOP_CHARS
+    hook = PIIRedactionHook()
+    tools, model_output = hook.interceptors
+
+    async def user_input(mark: Any) -> str:
+        state = OverAllState({"messages": [UserMessage(LARGE)]})
+        mark()
+        update = await hook.before_agent(state, RunnableConfig())
+        return str(update["messages"][-1].text)
+
+    async def tool_result(mark: Any) -> str:
+        async def handler(request: ToolCallRequest) -> ToolCallResponse:
+            mark()
+            return ToolCallResponse(LARGE)
+
+        call = ToolCall("c1", "lookup", "{}")
+        request = ToolCallRequest(call, OverAllState({}), RunnableConfig(), lookup_tool(""))
+        return (await tools.wrap_tool_call(request, handler)).text  # type: ignore[no-any-return]
+
+    async def model_answer(mark: Any) -> str:
+        async def handler(request: ModelRequest) -> ModelResponse:
+            mark()
+            return ModelResponse(AssistantMessage(LARGE))
+
+        request = ModelRequest([UserMessage("hi")])
+        response = await model_output.wrap_model_call(request, handler)
+        return response.message.text  # type: ignore[no-any-return]
+
+    scan = {"user_input": user_input, "tool_result": tool_result, "model_output": model_answer}
+    text, during = await scanned_while_ticking(scan[point])
+    assert during >= 3
+    assert "@example.com" not in text and "555-123" not in text
+    assert text.count("[REDACTED:email]") == text.count("[REDACTED:phone]") == 6_000

@@ -8,18 +8,24 @@ or later model request ever holds the original:
 - ``tool_result``: a tool interceptor, as the result comes back and before the node
   records it (a batch checkpoints each call's result as it ends);
 - ``model_output``: a model interceptor, on the model's answer before it enters the
-  state (and before ``ModelCallFinished`` carries it).
+  state (and before ``ModelCallFinished`` carries it), the copies of its thinking its
+  provider keeps included (``_pii_provider``).
+
+A text larger than ``OFF_LOOP_CHARS`` is scanned in a worker thread, so the event loop
+goes on serving every other run meanwhile.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import ipaddress
 import re
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
+import anyio.to_thread
 import attrs
 
 from .. import _validate as valid
@@ -31,6 +37,7 @@ from .._state import MESSAGES, OverAllState, rewrite
 from ..models.base import ModelRequest, ModelResponse
 from ._limits import name_field
 from ._pii_detect import BUILTIN, Detector, Finding, find, pattern_detector
+from ._pii_provider import chars, provider_data, strings
 
 Mode = Literal["redact", "mask", "hash", "block"]
 MODES = ("redact", "mask", "hash", "block")
@@ -41,6 +48,10 @@ APPLY_POINTS = (USER_INPUT, TOOL_RESULT, MODEL_OUTPUT)
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _KEEP = 4  # characters a mask leaves visible, at the end
 _HASH_CHARS = 12
+OFF_LOOP_CHARS = 64 * 1024
+"""Text larger than this (in all, for one message or result) is scanned in a worker
+thread, so the event loop goes on serving every other run meanwhile."""
+T = TypeVar("T")
 
 
 def _frozen(value: Any) -> Any:
@@ -103,6 +114,19 @@ _MAPPING = valid.mapping()
 _MODE = valid.one_of(*MODES)
 
 
+async def _off_loop(size: int, function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)``, in a worker thread when it scans more than ``OFF_LOOP_CHARS``
+    characters (``size``). The thread is waited for, even when the caller is cancelled:
+    the detectors are linear, so it ends soon, and never outlives the call."""
+    if size <= OFF_LOOP_CHARS:
+        return function(*args)
+    return await anyio.to_thread.run_sync(functools.partial(function, *args))
+
+
+def _text_size(text: str, parts: Sequence[Any]) -> int:
+    return len(text) + sum(len(p.text) for p in parts if type(p) is TextPart)
+
+
 def _mask(value: str) -> str:
     """``value`` with its letters and digits starred but the last four (all of them when
     it has fewer than eight); separators stay."""
@@ -153,7 +177,12 @@ class PIIRedactionHook:
     The user's input is every ``UserMessage`` of the state, checked before the first model
     call of each new run (text and text parts). A tool's result is its text, text parts
     and ``data``, and the message of an exception it raised. The model's answer is its
-    text and reasoning, not its tool calls' arguments (the tools need them). Streamed
+    text and reasoning, with the copies its provider keeps in ``provider_data`` (redacted
+    in place, or dropped where the provider signed them: Anthropic's thinking blocks, a
+    signed Gemini thought), not its tool calls' arguments (the tools need them). A thread
+    that ran before the hook was added: its user messages are redacted at the next run's
+    start, its earlier checkpoints are not rewritten (the docs show how to purge them).
+    Large texts (over ``OFF_LOOP_CHARS`` in all) are scanned in a worker thread. Streamed
     ``ModelDelta`` events go out as the model writes, before the answer is whole: they
     are not redacted (run with streaming off when they must not carry it either).
 
@@ -220,11 +249,13 @@ class PIIRedactionHook:
         return "".join(pieces)
 
     async def before_agent(self, state: OverAllState, config: RunnableConfig) -> Any:
-        """The user's messages redacted, before the run's first model call."""
+        """The user's messages redacted, before the run's first model call (in a worker
+        thread when they are large)."""
         if USER_INPUT not in self.apply_to:
             return None
         messages = list(state.get(MESSAGES) or ())
-        cleaned = [self._user(m) if isinstance(m, UserMessage) else m for m in messages]
+        size = sum(_text_size(m.text, m.parts) for m in messages if isinstance(m, UserMessage))
+        cleaned = await _off_loop(size, self._users, messages)
         if all(a is b for a, b in zip(messages, cleaned, strict=True)):
             return None
         return {MESSAGES: rewrite(messages, cleaned)}
@@ -267,6 +298,9 @@ class PIIRedactionHook:
         )
         return parts if out == parts else out
 
+    def _users(self, messages: list[Any]) -> list[Any]:
+        return [self._user(m) if isinstance(m, UserMessage) else m for m in messages]
+
     def _user(self, message: UserMessage) -> UserMessage:
         text = self.redact(message.text)
         parts = self._parts(message.parts, USER_INPUT, None)
@@ -274,24 +308,12 @@ class PIIRedactionHook:
             return message
         return attrs.evolve(message, text=text, parts=parts)
 
-    def _data(self, value: Any, call: ToolCall) -> Any:
-        """JSON-like ``value`` with its strings redacted (keys left alone)."""
-        if isinstance(value, str):
-            return self.redact(value, TOOL_RESULT, call)
-        if isinstance(value, dict):
-            return {k: self._data(v, call) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._data(v, call) for v in value]
-        if isinstance(value, tuple):
-            return tuple(self._data(v, call) for v in value)
-        return value
-
     def tool_response(self, response: ToolCallResponse, call: ToolCall) -> ToolCallResponse:
         """``response`` with its text, text parts and ``data`` redacted."""
         text = self.redact(response.text, TOOL_RESULT, call)
         parts = self._parts(response.parts, TOOL_RESULT, call)
-        data = self._data(response.data, call)
-        if text == response.text and parts is response.parts and data == response.data:
+        data = strings(response.data, functools.partial(self.redact, where=TOOL_RESULT, call=call))
+        if text == response.text and parts is response.parts and data is response.data:
             return response
         return attrs.evolve(response, text=text, parts=parts, data=data)
 
@@ -310,14 +332,23 @@ class PIIRedactionHook:
         return RuntimeError(f"{type(error).__name__}: message withheld: it holds {kinds}")
 
     def answer(self, response: ModelResponse) -> ModelResponse:
-        """The model's ``response`` with its text and reasoning redacted (and its raw
-        payload dropped when anything was)."""
+        """The model's ``response`` with its text and reasoning redacted, and the copies of
+        them its provider keeps in ``provider_data`` redacted or, where signed, dropped
+        (``_pii_provider``); its raw payload dropped when anything changed."""
         message = response.message
         text = self.redact(message.text, MODEL_OUTPUT)
         reasoning = self.redact(message.reasoning, MODEL_OUTPUT)
-        if text == message.text and reasoning == message.reasoning:
+        data = provider_data(
+            message.provider_data,
+            functools.partial(self.redact, where=MODEL_OUTPUT),
+            text_changed=text != message.text,
+        )
+        same = text == message.text and reasoning == message.reasoning
+        if same and data is message.provider_data:
             return response
-        cleaned: AssistantMessage = attrs.evolve(message, text=text, reasoning=reasoning)
+        cleaned: AssistantMessage = attrs.evolve(
+            message, text=text, reasoning=reasoning, provider_data=data
+        )
         return attrs.evolve(response, message=cleaned, raw=None)
 
 
@@ -335,11 +366,13 @@ class _ToolResults:
         except PIIDetectedError:
             raise
         except Exception as exc:
-            cleaned = self.hook.tool_error(exc, request.call)
+            size = chars(exc.args) + len(str(exc))
+            cleaned = await _off_loop(size, self.hook.tool_error, exc, request.call)
             if cleaned is exc:
                 raise
             raise cleaned from None
-        return self.hook.tool_response(response, request.call)
+        size = _text_size(response.text, response.parts) + chars(response.data)
+        return await _off_loop(size, self.hook.tool_response, response, request.call)
 
 
 @attrs.frozen
@@ -349,4 +382,7 @@ class _ModelOutput:
     hook: PIIRedactionHook
 
     async def wrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> ModelResponse:
-        return self.hook.answer(await handler(request))
+        response = await handler(request)
+        message = response.message
+        size = len(message.text) + len(message.reasoning) + chars(message.provider_data)
+        return await _off_loop(size, self.hook.answer, response)

@@ -4,6 +4,14 @@ Each detector finds spans of one kind; ``find`` runs several over a text and kee
 non-overlapping spans (earliest first, then longest, then by priority). Everything here
 is a pure function of the text: the same text gives the same findings, in every process.
 
+Every built-in detector takes time linear in the length of the text, whatever the text:
+no pattern can backtrack over more than a bounded stretch, the phone numbers and card
+numbers are read from chains of digit groups found once each (a candidate is never
+searched again from inside itself), and the work at each group is bounded (at most 15
+digits for a phone number, 19 for a card, checked with prefix sums). ``find`` runs them
+over a long text slice by slice, cut where no finding can span, so no single search is
+long (``benchmarks/bench_pii.py`` measures the speed and the longest pause).
+
 The rules, kind by kind:
 
 - ``email``: ``local@domain.tld``, the domain in dot-separated labels and a top-level
@@ -36,12 +44,14 @@ The rules, kind by kind:
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import itertools
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 import attrs
 
@@ -72,42 +82,79 @@ def emails(text: str) -> Spans:
 
 # --- credit cards ------------------------------------------------------------------------
 
-# Digits in groups separated by one space or one dash, not inside a word.
-_DIGIT_GROUPS = re.compile(r"(?<![\w])\d+(?:[ -]\d+)*(?!\w)")
-_GROUP = re.compile(r"\d+")
+# Digits in groups separated by one space or one dash: maximal runs, read once (a group
+# inside a word is left out of its run after the search, not by backtracking).
+_DIGIT_GROUPS = re.compile(r"[0-9]++(?:[ -][0-9]++)*+")
+_GROUP = re.compile(r"[0-9]+")
+_WORD = re.compile(r"\w")
+_DOUBLED = (0, 2, 4, 6, 8, 1, 3, 5, 7, 9)  # a digit doubled, its digits added (Luhn)
+_FEWEST, _MOST = 13, 19  # digits of a card number
+_CHUNK = 4096
 
 
-def luhn(digits: str) -> bool:
-    """Whether the digit string passes the Luhn check (as card numbers do)."""
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = ord(char) - 48
-        if index % 2:
-            value = value * 2 - 9 if value > 4 else value * 2
-        total += value
-    return total % 10 == 0
+def _running_sums(values: list[int]) -> list[int]:
+    """The prefix sums of ``values`` (``0`` first), a chunk at a time: never one long C
+    call holding the interpreter."""
+    sums = [0]
+    for at in range(0, len(values), _CHUNK):
+        chunk = itertools.accumulate(values[at : at + _CHUNK], initial=sums[-1])
+        sums.extend(itertools.islice(chunk, 1, None))
+    return sums
+
+
+def _luhn_sums(digits: str) -> tuple[list[int], list[int]]:
+    """Prefix sums of ``digits`` for the Luhn check: ``even[i]`` adds the first ``i``
+    digits doubling those at even places, ``odd[i]`` those at odd places. The check of
+    ``digits[a:b]`` doubles every second digit from its right end, which are the places of
+    the parity of ``b``: ``(even if b % 2 == 0 else odd)[b] - …[a]`` is its Luhn sum."""
+    values = [ord(c) - 48 for c in digits]
+    even = [_DOUBLED[v] if i % 2 == 0 else v for i, v in enumerate(values)]
+    odd = [v if i % 2 == 0 else _DOUBLED[v] for i, v in enumerate(values)]
+    return _running_sums(even), _running_sums(odd)
+
+
+def _card_groups(text: str, run: re.Match[str]) -> tuple[list[int], list[int]]:
+    """Where the digit groups of ``run`` start and end, but a first one that goes on a
+    word before it, or a last one that goes on into a word after it."""
+    starts, ends = [], []
+    for m in _GROUP.finditer(text, run.start(), run.end()):
+        starts.append(m.start())
+        ends.append(m.end())
+    if starts and starts[0] > 0 and _WORD.match(text, starts[0] - 1):
+        del starts[0], ends[0]
+    if starts and _WORD.match(text, ends[-1]):
+        del starts[-1], ends[-1]
+    return starts, ends
 
 
 def credit_cards(text: str) -> Spans:
     """Consecutive groups of one run, 13–19 digits in all, Luhn-valid: the longest from
-    each starting group, groups never split (so never part of a longer number)."""
+    each starting group, groups never split (so never part of a longer number). With the
+    Luhn sums of the run's prefixes, each candidate is checked in constant time."""
     for run in _DIGIT_GROUPS.finditer(text):
-        groups = [(m.start() + run.start(), m.end() + run.start()) for m in _GROUP.finditer(run[0])]
+        if run.end() - run.start() < _FEWEST:
+            continue
+        starts, ends = _card_groups(text, run)
+        digits = "".join(text[a:b] for a, b in zip(starts, ends, strict=True))
+        if len(digits) < _FEWEST:
+            continue
+        sums = _luhn_sums(digits)
+        counts = _running_sums([b - a for a, b in zip(starts, ends, strict=True)])
         first = 0
-        while first < len(groups):
-            found = None
-            digits = ""
-            for last in range(first, len(groups)):
-                digits += text[groups[last][0] : groups[last][1]]
-                if len(digits) > 19:
+        while first < len(starts):
+            begin = counts[first]  # digits before the first group
+            last = bisect.bisect_right(counts, begin + _MOST) - 2
+            fewest = bisect.bisect_left(counts, begin + _FEWEST) - 1
+            while last >= fewest:
+                end = counts[last + 1]
+                if (sums[end % 2][end] - sums[end % 2][begin]) % 10 == 0:
                     break
-                if len(digits) >= 13 and luhn(digits):
-                    found = last
-            if found is None:
+                last -= 1
+            if last < fewest:
                 first += 1
                 continue
-            yield groups[first][0], groups[found][1]
-            first = found + 1
+            yield starts[first], ends[last]
+            first = last + 1
 
 
 # --- IP addresses ------------------------------------------------------------------------
@@ -145,48 +192,127 @@ def ipv6s(text: str) -> Spans:
 
 # --- phone numbers -----------------------------------------------------------------------
 
-_SEP = r"[ .-]"
-_PHONE = re.compile(
-    r"(?<![\w.+-])(?:"
-    # international: + and a country code, then groups (an area code in parentheses)
-    rf"\+\d{{1,3}}(?:{_SEP}?\(\d{{1,5}}\)|{_SEP}?\d{{1,12}})+"
-    # North-American: (optional 1-) 3-3-4 with separators, the area code maybe in ()
-    rf"|(?:1{_SEP})?(?:\(\d{{3}}\){_SEP}?|\d{{3}}{_SEP})\d{{3}}{_SEP}\d{{4}}"
-    # national, with the trunk prefix 0: two or more groups
-    rf"|(?:\(0\d{{1,4}}\)|0\d{{1,4}})(?:{_SEP}?\d{{2,8}})+"
-    r")(?!\w|[.-]\d)"
-)
+# A chain: digit groups (or groups in parentheses) joined by at most one separator (none
+# is needed next to a parenthesis). The pattern is unambiguous and possessive, and chains
+# are maximal: each character is read once, and no chain is tried again from inside it.
+_CHAIN = re.compile(r"\+?(?:\(\d++\)|\d++)(?:[ .-]?+(?:\(\d++\)|\d++))*+")
+_GROUP_IN_CHAIN = re.compile(r"([ .-]?)(\(?)(\d+)\)?")
 _DATE_START = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{4}")
+_BEFORE = re.compile(r"[\w.+-]")  # a number does not start right after one of these
+_AFTER = re.compile(r"\w|[.-]\d")  # nor end right before one of these
+_FEWEST_DIGITS, _MOST_DIGITS = 8, 15  # of any phone number (E.164 at most)
+_FEWEST_NATIONAL, _MOST_NATIONAL = 9, 12
+_WINDOW = _MOST_DIGITS + 1  # more groups than a number can take (each has a digit)
 
 
-def _phone(value: str) -> bool:
-    digits = sum(c.isdigit() for c in value)
-    if value.startswith("+"):
-        return 8 <= digits <= 15
-    if _DATE_START.match(value) or is_ipv4(value):
-        return False
-    if value.startswith(("0", "(0")):
-        groups = re.findall(r"\d+", value)
-        return 9 <= digits <= 12 and len(groups) >= 2
-    return True  # the North-American shape says it all
+class _Group(NamedTuple):
+    """A group of digits of a chain: where it starts (its parenthesis, not the separator
+    before it) and ends, whether a separator comes before it, whether it is in
+    parentheses, and its digits."""
+
+    start: int
+    end: int
+    sep: bool
+    paren: bool
+    digits: str
 
 
-_GROUP_END = re.compile(r"\d+\)?")
-_NUMBER_GOES_ON = re.compile(r"[.-]\d")
+def _groups(text: str, chain: re.Match[str]) -> Iterator[_Group]:
+    at = chain.start() + (chain[0][0] == "+")
+    return (
+        _Group(m.start(2), m.end(), bool(m[1]), bool(m[2]), m[3])
+        for m in _GROUP_IN_CHAIN.finditer(text, at, chain.end())
+    )
+
+
+def _north_american(groups: Sequence[_Group]) -> bool:
+    """(``1`` and a separator), a 3-digit area code in parentheses or followed by a
+    separator, 3 digits, a separator, 4 digits."""
+    if len(groups) == 4:
+        if groups[0].paren or groups[0].digits != "1" or not groups[1].sep:
+            return False
+        groups = groups[1:]
+    area, exchange, line = groups
+    return (
+        len(area.digits) == 3
+        and (area.paren or exchange.sep)
+        and not exchange.paren
+        and len(exchange.digits) == 3
+        and line.sep
+        and not line.paren
+        and len(line.digits) == 4
+    )
+
+
+def _ends_number(text: str, at: int) -> bool:
+    """Whether a number may end at ``text[at]`` (it does not go on)."""
+    return not _AFTER.match(text, at)
+
+
+def _not_a_date(value: str) -> bool:
+    return not _DATE_START.match(value) and not is_ipv4(value)
+
+
+def _longest_number(text: str, groups: Sequence[_Group], plus: bool) -> int:
+    """How many of ``groups`` (the first where a number may start) the longest phone
+    number there takes; 0 for none. At most 15 digits are looked at."""
+    first = groups[0]
+    if not plus and (first.digits[0] != "0" or (first.paren and len(first.digits) > 5)):
+        # North-American: one shape, so one count of groups to check
+        count = 4 if first.digits == "1" else 3
+        last = count - 1
+        fits = (
+            last < len(groups)
+            and _north_american(groups[:count])
+            and _ends_number(text, groups[last].end)
+            and _not_a_date(text[first.start : groups[last].end])
+        )
+        return count if fits else 0
+    if not plus and len(first.digits) < 2:
+        return 0  # a national number's first group is 0 and at least one more digit
+    longest, digits = 0, 0
+    for last in range(len(groups)):
+        group = groups[last]
+        digits += len(group.digits)
+        if digits > (_MOST_DIGITS if plus else _MOST_NATIONAL):
+            break
+        if last > 0 and (
+            (group.paren and (not plus or len(group.digits) > 5))
+            or (not plus and len(group.digits) < 2)
+        ):
+            break  # a national number's later groups: 2 digits or more, no parentheses
+        if not _ends_number(text, group.end):
+            continue
+        if plus:
+            fits = digits >= _FEWEST_DIGITS and not first.paren
+        else:
+            fits = last > 0 and digits >= _FEWEST_NATIONAL
+            fits = fits and _not_a_date(text[first.start : group.end])
+        if fits:
+            longest = last + 1
+    return longest
 
 
 def phones(text: str) -> Spans:
-    """Each candidate, or else its longest valid start that ends a group: digits that
-    follow a number (``+44 20 7946 0958 10.0.0.1``) are not taken into it."""
-    for m in _PHONE.finditer(text):
-        ends = [g.end() for g in _GROUP_END.finditer(m[0])]
-        for end in reversed(ends):
-            value, at = m[0][:end], m.start() + end
-            if end < len(m[0]) and _NUMBER_GOES_ON.match(text, at):
-                continue
-            if _phone(value) and _PHONE.fullmatch(value):
-                yield m.start(), at
-                break
+    """Each chain of digit groups is read once, through a window of the next 16 groups
+    (more than a number can take): from each group where a number may start, the longest
+    number there (the rules in the module docstring), then on after it."""
+    for chain in _CHAIN.finditer(text):
+        if chain.end() - chain.start() < _FEWEST_DIGITS:
+            continue
+        plus = chain[0][0] == "+"
+        groups = _groups(text, chain)
+        window = list(itertools.islice(groups, _WINDOW))
+        while window:
+            start = window[0].start - plus
+            taken = 0
+            if start == 0 or not _BEFORE.match(text, start - 1):
+                taken = _longest_number(text, window, plus)
+            if taken:
+                yield start, window[taken - 1].end
+            del window[: taken or 1]
+            window.extend(itertools.islice(groups, _WINDOW - len(window)))
+            plus = False
 
 
 # --- API keys and other secrets ----------------------------------------------------------
@@ -256,13 +382,50 @@ def pattern_detector(pattern: re.Pattern[str]) -> Detector:
     return spans
 
 
+SLICE_CHARS = 32 * 1024
+"""A long text is scanned by the built-in detectors in slices of about this many
+characters, so no single regex search holds the interpreter (and, in a worker thread, the
+event loop waiting for the GIL) for long."""
+# Characters no finding of a detector contains and none of its patterns looks at, on
+# either side, otherwise than at the text's ends: a cut right after one changes nothing.
+# Phone and card numbers have spaces inside; the other kinds never do.
+_CUT = re.compile(r"[\n\r\t\v\f\"',;<>\[\]{}|\\`!?*&#$^~]")
+_CUT_OR_SPACE = re.compile(r"[\s\"',;<>\[\]{}|\\`!?*&#$^~]")
+_CUTS = {d: _CUT if k in ("phone", "credit_card") else _CUT_OR_SPACE for k, d in BUILTIN.items()}
+
+
+def slices(text: str, cut: re.Pattern[str] = _CUT) -> Iterator[tuple[int, int]]:
+    """``text`` as consecutive ``(start, end)`` slices of at least ``SLICE_CHARS`` (the
+    last one shorter), each ending right after a character of ``cut``; a text with no such
+    character further on is one slice to its end."""
+    at = 0
+    while len(text) - at > SLICE_CHARS:
+        found = cut.search(text, at + SLICE_CHARS)
+        if found is None:
+            break
+        yield at, found.end()
+        at = found.end()
+    yield at, len(text)
+
+
+def _spans(text: str, detector: Detector) -> Spans:
+    """What ``detector`` finds in ``text``: a built-in one slice by slice."""
+    cut = _CUTS.get(detector)
+    if cut is None or len(text) <= SLICE_CHARS:
+        yield from detector(text)
+        return
+    for start, end in slices(text, cut):
+        yield from ((start + a, start + b) for a, b in detector(text[start:end]))
+
+
 def find(text: str, detectors: Sequence[tuple[str, Detector]]) -> list[Finding]:
     """The spans of ``text`` the ``detectors`` (name, detector; in priority order) find,
     without overlaps: the earliest span first, then the longest, then the first
-    detector's; a span overlapping one already kept is dropped."""
+    detector's; a span overlapping one already kept is dropped. Linear in the length of
+    ``text`` for the built-in detectors."""
     found: list[tuple[int, int, int, str]] = []
     for priority, (kind, detector) in enumerate(detectors):
-        found.extend((start, -end, priority, kind) for start, end in detector(text))
+        found.extend((start, -end, priority, kind) for start, end in _spans(text, detector))
     found.sort()
     kept: list[Finding] = []
     reached = 0
