@@ -35,6 +35,7 @@ from ._schema import json_schema, object_schema, type_name
 from ._serde import converter, describe_error
 from ._state import OverAllState
 from ._threads import abandoned_exception
+from ._tool_annotations import ToolAnnotations
 
 if TYPE_CHECKING:
     from ._approval import Resume
@@ -266,6 +267,8 @@ class Tool:
     ``timeout`` (seconds) overrides the node's; ``return_direct`` ends the run with this
     tool's answer; ``limiter`` (an ``anyio.CapacityLimiter``) caps how many calls of every
     tool sharing it run at once — a per-resource limit on top of the node's.
+    ``annotations`` are the hints it gives about itself (``ToolAnnotations``: read-only,
+    destructive, idempotent …), read by the approval hook and the retry interceptor.
     """
 
     name: str = attrs.field(validator=valid.text(non_empty=True))
@@ -290,6 +293,11 @@ class Tool:
     _check: Callable[[dict[str, Any]], str | None] | None = attrs.field(
         default=None, alias="check", repr=False, validator=valid.function(optional=True)
     )
+    annotations: ToolAnnotations | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=valid.instance_of(ToolAnnotations, "a ToolAnnotations", optional=True),
+    )
 
     @classmethod
     def from_function(
@@ -301,6 +309,7 @@ class Tool:
         timeout: float | None = None,
         return_direct: bool = False,
         limiter: anyio.CapacityLimiter | None = None,
+        annotations: ToolAnnotations | None = None,
     ) -> Tool:
         """A tool from a sync or async function; see ``@tool``."""
         tool_name = name or getattr(func, "__name__", None)
@@ -320,6 +329,7 @@ class Tool:
             return_direct,
             limiter,
             signature,
+            annotations=annotations,
         )
 
     @classmethod
@@ -333,6 +343,7 @@ class Tool:
         check: Callable[[dict[str, Any]], str | None],
         timeout: float | None = None,
         limiter: anyio.CapacityLimiter | None = None,
+        annotations: ToolAnnotations | None = None,
     ) -> Tool:
         """A tool whose parameters are a given JSON Schema (a remote tool's, say).
 
@@ -354,6 +365,7 @@ class Tool:
             False,
             limiter,
             check=check,
+            annotations=annotations,
         )
 
     @classmethod
@@ -502,6 +514,7 @@ def tool(
     timeout: float | None = None,
     return_direct: bool = False,
     limiter: anyio.CapacityLimiter | None = None,
+    annotations: ToolAnnotations | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -514,6 +527,7 @@ def tool(
     timeout: float | None = None,
     return_direct: bool = False,
     limiter: anyio.CapacityLimiter | None = None,
+    annotations: ToolAnnotations | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a ``Tool`` of a function: ``@tool`` or ``@tool(name=..., timeout=...)``."""
 
@@ -525,6 +539,7 @@ def tool(
             timeout=timeout,
             return_direct=return_direct,
             limiter=limiter,
+            annotations=annotations,
         )
 
     return make if func is None else make(func)
