@@ -152,6 +152,24 @@ async def test_a_subscription_receives_the_servers_update(catalog: Factory) -> N
     await open_updates.__aexit__(None, None, None)
 
 
+async def test_a_subscription_is_made_again_after_a_reconnection() -> None:
+    """The server's process crashes while a subscription is open: the next call starts a
+    new process, the toolset subscribes there again, and its update reaches the same
+    stream; leaving the block unsubscribes on the new session."""
+    uri = "notes://again"
+    async with toolset_maker("stdio", CATALOG, "")() as toolset:
+        node = AgentToolNode(tool_resolver=toolset.resolve)
+        async with toolset.subscribe(uri) as updates:
+            (crashed,) = await run_calls(node, call("1", "crash"))
+            assert "closed the connection during the call" in crashed.response_data
+            (told,) = await run_calls(node, call("2", "touch", uri=uri, text="after"))
+            assert told.response_data == "true"  # the new process has the subscription
+            with anyio.fail_after(10):
+                assert await updates.receive() == uri
+        (told,) = await run_calls(node, call("3", "touch", uri=uri, text="later"))
+        assert told.response_data == "false"
+
+
 async def test_the_model_reads_resources_through_the_resource_tool(catalog: Factory) -> None:
     """``resource_tool=True``: a ``read_resource`` tool (read-only, idempotent) naming the
     server's resources and templates; its answer holds the text, and an image as a part."""

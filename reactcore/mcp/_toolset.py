@@ -381,13 +381,16 @@ class MCPToolset:
             with receive:
                 yield receive
         finally:
-            if self._subscriptions.remove(uri, send) and not conn.down.is_set():
+            # The connection now: after a reconnection the new session holds the subscription.
+            now = self._conn
+            last = self._subscriptions.remove(uri, send)
+            if last and now is not None and not now.down.is_set():
                 with (
                     anyio.CancelScope(shield=True),
                     anyio.move_on_after(self.connect_timeout),
                     suppress(MCPError),
                 ):
-                    await ask(conn, uri, subscribe=False)
+                    await ask(now, uri, subscribe=False)
 
     async def list_prompts(self) -> tuple[Prompt, ...]:
         """The prompts the server lists (every page)."""

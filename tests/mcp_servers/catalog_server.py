@@ -6,8 +6,9 @@ http`` serves streamable HTTP on 127.0.0.1 at a free port and prints ``PORT <n>`
 
 - Resources: ``notes://todo`` (text), ``images://dot.png`` (a PNG, binary),
   ``files://report.bin`` (other bytes); a template ``notes://{title}``; ``touch(uri)``
-  changes a note and tells the sessions subscribed to it (``resources/subscribe``, which
-  ``MCPServer`` leaves to the low-level server, is served here).
+  changes a note and tells the client if it subscribed to it (``resources/subscribe``,
+  which ``MCPServer`` leaves to the low-level server, is served here); ``crash`` ends
+  the process.
 - Prompts: ``review(code)`` (a user and an assistant message), ``look`` (an image).
 - Annotated tools: ``delete_note`` (destructive), ``read_flaky`` (read-only and
   idempotent) and ``append_flaky`` (neither): both flaky ones fail the first time a tag
@@ -18,6 +19,7 @@ http`` serves streamable HTTP on 127.0.0.1 at a free port and prints ``PORT <n>`
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from typing import Any
@@ -120,6 +122,12 @@ async def touch(uri: str, text: str, ctx: Context) -> bool:
         return False
     await ctx.request_context.session.send_resource_updated(uri)
     return True
+
+
+@server.tool()
+def crash() -> str:
+    """End the server's process at once, as a crash does."""
+    os._exit(1)
 
 
 @server.prompt(description="Ask for a code review.")
