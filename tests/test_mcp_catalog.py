@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 from helpers import asks, call
-from mcp_support import http_server, responses, run_calls, toolset_maker
+from mcp_support import http_server, responses, run_calls, stdio_toolset, toolset_maker
 
 from reactcore import (
     AgentToolNode,
@@ -126,6 +126,18 @@ async def test_errors_of_resources_and_prompts_name_the_server(catalog: Factory)
             await toolset.get_prompt("nope")
         with pytest.raises(TypeError, match="get_prompt arguments must be a mapping of str"):
             await toolset.get_prompt("review", {"code": 1})  # type: ignore[dict-item]
+        with pytest.raises(TypeError, match="read_resource uri must be a non-empty str"):
+            await toolset.read_resource(5)  # type: ignore[arg-type]
+
+
+async def test_subscribing_where_the_server_offers_no_subscriptions(tmp_path: Path) -> None:
+    """A server whose capabilities do not offer ``resources.subscribe`` (the SDK's
+    ``MCPServer`` as it comes): ``subscribe`` raises ``MCPError`` saying so, and nothing
+    is left subscribed."""
+    async with stdio_toolset(tmp_path / "log") as toolset:
+        with pytest.raises(MCPError, match="'test-tools' does not offer resource subscriptions"):
+            async with toolset.subscribe("notes://todo"):
+                pass
 
 
 async def test_a_subscription_receives_the_servers_update(catalog: Factory) -> None:

@@ -21,7 +21,7 @@ import mcp.types as mt
 
 from .. import _validate as valid
 from .._interceptors import ToolCallResponse
-from .._messages import ContentPart, TextPart
+from .._messages import PART_TYPES, ContentPart, TextPart
 from .._tool_annotations import ToolAnnotations
 from .._tools import Tool
 from ._content import resource_part
@@ -68,7 +68,9 @@ class ResourceContents:
     for an image, ``FilePart`` for any other blob."""
 
     uri: str = attrs.field(validator=_text)
-    part: ContentPart = attrs.field()
+    part: ContentPart = attrs.field(
+        validator=valid.instance_of(PART_TYPES, "a content part (TextPart, ImagePart …)")
+    )
     mime_type: str | None = attrs.field(default=None, validator=_optional_text)
 
     @property

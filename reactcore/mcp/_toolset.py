@@ -337,7 +337,7 @@ class MCPToolset:
         conn = await self._connection()
         with asking(conn, "resources/list"):
             found = await every_page(self._pages(conn.session.list_resources), "resources")
-        return tuple(to_resource(r) for r in found)
+            return tuple(to_resource(r) for r in found)
 
     async def list_resource_templates(self) -> tuple[ResourceTemplate, ...]:
         """The resource templates the server lists (every page)."""
@@ -345,7 +345,7 @@ class MCPToolset:
         with asking(conn, "resources/templates/list"):
             listing = self._pages(conn.session.list_resource_templates)
             found = await every_page(listing, "resource_templates")
-        return tuple(to_template(t) for t in found)
+            return tuple(to_template(t) for t in found)
 
     async def read_resource(self, uri: str) -> tuple[ResourceContents, ...]:
         """What the resource at ``uri`` holds (one item per content the server gives), each
@@ -397,7 +397,7 @@ class MCPToolset:
         conn = await self._connection()
         with asking(conn, "prompts/list"):
             found = await every_page(self._pages(conn.session.list_prompts), "prompts")
-        return tuple(to_prompt(p) for p in found)
+            return tuple(to_prompt(p) for p in found)
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None
