@@ -97,6 +97,7 @@ from ._tiktoken import TiktokenCounter as TiktokenCounter
 from ._tokens import ApproximateTokenCounter as ApproximateTokenCounter
 from ._tokens import TokenCounter as TokenCounter
 from ._tokens import count_tokens as count_tokens
+from ._tool_annotations import ToolAnnotations as ToolAnnotations
 from ._tool_node import AgentToolNode as AgentToolNode
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
@@ -222,6 +223,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "Tool",
+    "ToolAnnotations",
     "ToolArgumentError",
     "ToolCall",
     "ToolCallCancelled",

@@ -140,13 +140,22 @@ def resolved_names(assistant: AssistantMessage, config: RunnableConfig) -> dict[
     run nothing: answered "not available") keeps the model's name, as does every call
     outside an agent's run (no resolution in ``config.context``).
     """
-    resolve = config.context.get(CALL_RESOLVER)
-    found: Mapping[str, Tool | None] = resolve(assistant) if resolve is not None else {}
+    found = resolved_tools(assistant, config)
     names = {}
     for c in assistant.tool_calls:
         tool = found.get(c.name)
         names[c.id] = tool.name if tool is not None else c.name
     return names
+
+
+def resolved_tools(
+    assistant: AssistantMessage, config: RunnableConfig
+) -> Mapping[str, Tool | None]:
+    """Each tool name ``assistant`` called → the ``Tool`` that will run it (see
+    ``resolved_names``); empty outside an agent's run (no resolution in ``config.context``)."""
+    resolve = config.context.get(CALL_RESOLVER)
+    found: Mapping[str, Tool | None] = resolve(assistant) if resolve is not None else {}
+    return found
 
 
 @attrs.define(eq=False)

@@ -39,6 +39,7 @@ from ._schema import json_schema, object_schema, type_name
 from ._serde import converter, describe_error
 from ._state import OverAllState
 from ._threads import abandoned_exception
+from ._tool_annotations import ToolAnnotations
 
 if TYPE_CHECKING:
     from ._approval import Resume
@@ -296,6 +297,8 @@ class Tool:
     ``timeout`` (seconds) overrides the node's; ``return_direct`` ends the run with this
     tool's answer; ``limiter`` (an ``anyio.CapacityLimiter``) caps how many calls of every
     tool sharing it run at once — a per-resource limit on top of the node's.
+    ``annotations`` are the hints it gives about itself (``ToolAnnotations``: read-only,
+    destructive, idempotent …), read by the approval hook and the retry interceptor.
     """
 
     name: str = attrs.field(validator=valid.text(non_empty=True))
@@ -320,6 +323,11 @@ class Tool:
     _check: Callable[[dict[str, Any]], str | None] | None = attrs.field(
         default=None, alias="check", repr=False, validator=valid.function(optional=True)
     )
+    annotations: ToolAnnotations | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=valid.instance_of(ToolAnnotations, "a ToolAnnotations", optional=True),
+    )
 
     @classmethod
     def from_function(
@@ -331,6 +339,7 @@ class Tool:
         timeout: float | None = None,
         return_direct: bool = False,
         limiter: anyio.CapacityLimiter | None = None,
+        annotations: ToolAnnotations | None = None,
     ) -> Tool:
         """A tool from a sync or async function; see ``@tool``."""
         tool_name = name or getattr(func, "__name__", None)
@@ -358,6 +367,7 @@ class Tool:
             return_direct,
             limiter,
             signature,
+            annotations=annotations,
         )
 
     @classmethod
@@ -371,6 +381,7 @@ class Tool:
         check: Callable[[dict[str, Any]], str | None],
         timeout: float | None = None,
         limiter: anyio.CapacityLimiter | None = None,
+        annotations: ToolAnnotations | None = None,
     ) -> Tool:
         """A tool whose parameters are a given JSON Schema (a remote tool's, say).
 
@@ -392,6 +403,7 @@ class Tool:
             False,
             limiter,
             check=check,
+            annotations=annotations,
         )
 
     @classmethod
@@ -540,6 +552,7 @@ def tool(
     timeout: float | None = None,
     return_direct: bool = False,
     limiter: anyio.CapacityLimiter | None = None,
+    annotations: ToolAnnotations | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -552,6 +565,7 @@ def tool(
     timeout: float | None = None,
     return_direct: bool = False,
     limiter: anyio.CapacityLimiter | None = None,
+    annotations: ToolAnnotations | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a ``Tool`` of a function: ``@tool`` or ``@tool(name=..., timeout=...)``."""
 
@@ -563,6 +577,7 @@ def tool(
             timeout=timeout,
             return_direct=return_direct,
             limiter=limiter,
+            annotations=annotations,
         )
 
     return make if func is None else make(func)

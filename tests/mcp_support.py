@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,18 @@ SERVER_TOOLS = [
 def stdio_toolset(log: Path, **options: Any) -> MCPToolset:
     """A toolset on a new subprocess of the test server, logging to ``log``."""
     return MCPToolset.stdio(sys.executable, [str(SERVER), "stdio", str(log)], **options)
+
+
+def toolset_maker(transport: str, script: Path, url: str) -> Callable[..., MCPToolset]:
+    """Make toolsets on ``script``'s server over ``transport``: "stdio" (a new process per
+    toolset) or "http" (the server already at ``url``); options are passed on."""
+
+    def make(**options: Any) -> MCPToolset:
+        if transport == "stdio":
+            return MCPToolset.stdio(sys.executable, [str(script), "stdio"], **options)
+        return MCPToolset.streamable_http(url, **options)
+
+    return make
 
 
 @contextmanager

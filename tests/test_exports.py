@@ -33,6 +33,18 @@ def test_all_is_sorted_and_unique() -> None:
     assert len(set(reactcore.__all__)) == len(reactcore.__all__)
 
 
+def test_the_mcp_package_exports_its_values_sorted() -> None:
+    """``reactcore.mcp.__all__`` is sorted, unique, importable, and holds the typed values
+    of resources and prompts beside the toolset; ``ToolAnnotations`` is a core name (any
+    tool may carry it)."""
+    mcp = importlib.import_module("reactcore.mcp")
+    assert mcp.__all__ == sorted(set(mcp.__all__))
+    assert all(hasattr(mcp, name) for name in mcp.__all__)
+    values = {"Prompt", "PromptArgument", "PromptResult", "Resource", "ResourceContents"}
+    assert values | {"ResourceTemplate", "MCPToolset"} <= set(mcp.__all__)
+    assert "ToolAnnotations" in reactcore.__all__
+
+
 def test_every_name_in_all_is_importable() -> None:
     """``from reactcore import X`` works for every X in ``__all__``."""
     module = importlib.import_module("reactcore")

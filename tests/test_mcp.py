@@ -111,7 +111,8 @@ async def test_lists_the_servers_tools_and_calls_them(make_toolset: ToolsetFacto
     assert (echo.response_data, echo.is_error) == ("héllo", False)
     # The server sends the sum as structuredContent and as its JSON text: read once.
     assert added.response_data == '{\n  "sum": 5\n}'
-    assert added.data["structuredContent"] == {"sum": 5}
+    # ``add`` declares an output schema: its checked structuredContent is the data.
+    assert added.data == {"sum": 5}
 
 
 async def test_stdio_command_env_and_cwd(tmp_path: Path) -> None:

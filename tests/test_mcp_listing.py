@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import structlog
 from helpers import asks, call
-from mcp_support import ODD_SERVER, http_server, responses, run_calls
+from mcp_support import ODD_SERVER, http_server, responses, run_calls, toolset_maker
 
 from reactcore import AgentToolNode, ReactAgent, Tool, tool
 from reactcore.mcp import MCPToolset
@@ -62,13 +62,7 @@ def odd_http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(params=["stdio", "http"])
 def odd_toolset(request: pytest.FixtureRequest, odd_http_url: str) -> Any:
     """Make a toolset on the odd server over the test's transport (options passed on)."""
-
-    def make(**options: Any) -> MCPToolset:
-        if request.param == "stdio":
-            return MCPToolset.stdio(sys.executable, [str(ODD_SERVER), "stdio"], **options)
-        return MCPToolset.streamable_http(odd_http_url, **options)
-
-    return make
+    return toolset_maker(request.param, ODD_SERVER, odd_http_url)
 
 
 def reached(answer: Any) -> tuple[str, dict[str, Any]]:

@@ -11,8 +11,9 @@ from .. import _validate as valid
 from .._batch import pending_calls
 from .._config import RunnableConfig
 from .._loop import APPROVED, unanswered
+from .._messages import AssistantMessage
 from .._state import OverAllState
-from .._tool_node import resolved_names
+from .._tool_node import resolved_names, resolved_tools
 from ._limits import name_field
 
 
@@ -69,6 +70,13 @@ class HumanInTheLoopHook:
     resolver the agent skips the check, and ``check_tool_names=False`` skips it for
     dynamic tools.
 
+    ``approve_destructive=True`` also stops before every call of a tool that marks itself
+    destructive (``Tool.annotations``, a ``ToolAnnotations`` with ``destructive=True`` and
+    not ``read_only``: an MCP server's ``destructiveHint``), whatever its name — tools a
+    server adds at run time included. Tools without annotations are not covered by it
+    (MCP's default presumes an unannotated tool destructive; name those in
+    ``approve_on``).
+
     The caller resumes with ``agent.invoke(Resume({call_id: Approve() | Edit(arguments) |
     Reject(message)}), config)``. Calls of the batch that need no approval run once, with
     the approved ones; calls left out of the ``Resume`` interrupt again. Resuming needs
@@ -76,11 +84,12 @@ class HumanInTheLoopHook:
     """
 
     approve_on: Mapping[str, ApprovalPolicy] = attrs.field(
-        converter=_policies, validator=valid.mapping()
+        factory=dict, converter=_policies, validator=valid.mapping()
     )
     name: str = name_field("human_in_the_loop")
     requires_saver: bool = attrs.field(default=True, validator=valid.boolean())
     check_tool_names: bool = attrs.field(default=True, validator=valid.boolean())
+    approve_destructive: bool = attrs.field(default=False, kw_only=True, validator=valid.boolean())
 
     def check_tools(self, names: Collection[str]) -> None:
         """Raise ``ValueError`` when ``approve_on`` names a tool not in ``names``."""
@@ -94,11 +103,29 @@ class HumanInTheLoopHook:
 
     async def before_tools(self, state: OverAllState, config: RunnableConfig) -> Any:
         """Pause for the calls whose tool — the one that will run, after the resolver, not
-        the name the model wrote — is in ``approve_on`` and not yet approved."""
+        the name the model wrote — is in ``approve_on`` (or marks itself destructive, with
+        ``approve_destructive``) and not yet approved."""
         calls = unanswered(state)
         if not calls:
             return None
         approved = set(state.get(APPROVED) or ())
-        names = resolved_names(pending_calls(state)[0], config)
-        waiting = [c for c in calls if names[c.id] in self.approve_on and c.id not in approved]
+        assistant = pending_calls(state)[0]
+        names = resolved_names(assistant, config)
+        destructive = self._destructive(assistant, config) if self.approve_destructive else ()
+        waiting = [
+            c
+            for c in calls
+            if (names[c.id] in self.approve_on or c.name in destructive) and c.id not in approved
+        ]
         return {"interrupt": waiting} if waiting else None
+
+    @staticmethod
+    def _destructive(assistant: AssistantMessage, config: RunnableConfig) -> set[str]:
+        """The names called in ``assistant`` whose resolved tool marks itself destructive."""
+        found = resolved_tools(assistant, config)
+        return {
+            name
+            for name, tool in found.items()
+            if tool is not None and tool.annotations is not None
+            if tool.annotations.marks_destructive
+        }

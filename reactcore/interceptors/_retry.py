@@ -106,7 +106,15 @@ class ToolRetryInterceptor:
     60 s, ±25 % jitter. After the last attempt the model gets ``Tool call failed after N
     attempts: <Type>: <message>``. ``tools`` limits it to some tool names; ``retry_on`` to
     some exception types (a ``ToolArgumentError`` is never retried). Retries happen inside
-    the call's timeout."""
+    the call's timeout.
+
+    By default (``idempotent_only=True``) a tool known not to be idempotent is not retried:
+    one whose ``Tool.annotations`` (an MCP server's hints, or ``@tool(annotations=...)``)
+    say neither ``idempotent`` nor ``read_only`` — MCP's default for ``idempotentHint``
+    is false, so a tool with annotations that leave it unsaid counts as not idempotent. Its
+    failure goes to the model at once, as without the interceptor. A tool without
+    annotations claims nothing and is retried, as before annotations existed.
+    ``idempotent_only=False`` retries every tool."""
 
     max_attempts: int = attrs.field(default=3, validator=_ATTEMPTS)
     initial_delay: float = attrs.field(default=1.0, validator=DELAY)
@@ -119,15 +127,24 @@ class ToolRetryInterceptor:
     tool_names: Collection[str] | None = attrs.field(
         default=None, alias="tools", validator=valid.each(valid.text(), names=True, optional=True)
     )
+    idempotent_only: bool = attrs.field(default=True, kw_only=True, validator=valid.boolean())
     _backoff: Backoff = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_backoff", _make_backoff(self))  # once the fields are checked
 
+    def retries(self, request: ToolCallRequest) -> bool:
+        """Whether a failure of this call is retried: its tool is among ``tools`` (when
+        given) and, with ``idempotent_only``, not known to be non-idempotent."""
+        if self.tool_names is not None and request.call.name not in self.tool_names:
+            return False
+        annotations = request.tool.annotations
+        return not self.idempotent_only or annotations is None or annotations.repeatable
+
     async def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler
     ) -> ToolCallResponse:
-        if self.tool_names is not None and request.call.name not in self.tool_names:
+        if not self.retries(request):
             return await handler(request)
         for attempt in range(1, self.max_attempts + 1):
             try:

@@ -1,4 +1,5 @@
-"""reactcore.mcp: tools from Model Context Protocol servers, and an agent as an MCP server.
+"""reactcore.mcp: tools, resources and prompts from Model Context Protocol servers, and an
+agent as an MCP server.
 
 Needs the ``mcp`` extra (``pip install 'reactcore[mcp]'``); ``import reactcore`` never
 imports the SDK.
@@ -7,6 +8,12 @@ imports the SDK.
 from __future__ import annotations
 
 from .._exceptions import MCPError as MCPError
+from ._prompts import Prompt as Prompt
+from ._prompts import PromptArgument as PromptArgument
+from ._prompts import PromptResult as PromptResult
+from ._resources import Resource as Resource
+from ._resources import ResourceContents as ResourceContents
+from ._resources import ResourceTemplate as ResourceTemplate
 from ._serve import serve as serve
 from ._toolset import MCPToolset as MCPToolset
 from ._transports import SSETransport as SSETransport
@@ -17,6 +24,12 @@ from ._transports import Transport as Transport
 __all__ = [
     "MCPError",
     "MCPToolset",
+    "Prompt",
+    "PromptArgument",
+    "PromptResult",
+    "Resource",
+    "ResourceContents",
+    "ResourceTemplate",
     "SSETransport",
     "StdioTransport",
     "StreamableHTTPTransport",

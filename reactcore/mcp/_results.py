@@ -5,7 +5,9 @@ Arguments are checked against the server's input schema before the call (with
 a local tool's does; a schema that cannot be used (``schema_problem``) keeps its tool
 from the model. A result becomes text: ``structuredContent`` as JSON when the server
 gave no text, else the text blocks joined; images, audio and resources as a short description.
-The whole result stays in the response's ``data`` for callers.
+For callers, the response's ``data`` is the tool's ``structuredContent`` when the tool
+declares an ``outputSchema`` (the SDK has checked it against that schema), else the whole
+result.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012, specification_with
 
 from .._interceptors import ToolCallResponse
+from .._tool_annotations import ToolAnnotations
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # not re-exported by the package
@@ -32,7 +35,8 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("reactcore.mcp")
 
 
-def _where(error: Any) -> str:
+def where_invalid(error: Any) -> str:
+    """A JSON Schema validation error in words: ``path: message`` (``message`` at the root)."""
     path = ".".join(str(p) for p in error.absolute_path)
     return f"{path}: {error.message}" if path else str(error.message)
 
@@ -76,7 +80,7 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     try:
         cls.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
-        return f"its input schema is not valid JSON Schema: {_where(exc)}"
+        return f"its input schema is not valid JSON Schema: {where_invalid(exc)}"
     spec = specification_with(schema.get("$schema", ""), default=DRAFT202012)
     root = spec.create_resource(schema)
     ref = _dangling_ref(schema, Registry().resolver_with_root(root), spec)
@@ -98,7 +102,7 @@ def schema_check(schema: dict[str, Any], tool: str) -> Callable[[dict[str, Any]]
         except Unresolvable as exc:  # a reference ``schema_problem`` could not follow
             _log.warning("mcp_schema_unresolvable", tool=tool, ref=str(getattr(exc, "ref", "")))
             return "the tool's input schema refers to a definition it does not have"
-        return None if best is None else _where(best)
+        return None if best is None else where_invalid(best)
 
     return check
 
@@ -142,10 +146,32 @@ def result_text(result: mt.CallToolResult) -> str:
     return "\n".join(parts)
 
 
-def to_response(result: mt.CallToolResult) -> ToolCallResponse:
-    """The tool node's response for a call's result; ``isError`` makes it an error."""
-    data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+def to_response(result: mt.CallToolResult, *, structured: bool = False) -> ToolCallResponse:
+    """The tool node's response for a call's result; ``isError`` makes it an error.
+
+    ``structured``: the tool declares an output schema, so its ``structuredContent`` (checked
+    against the schema by the SDK) is the response's ``data``, the value the schema
+    describes; else ``data`` is the whole result (as the SDK dumps it).
+    """
+    if structured and not result.is_error:
+        data = result.structured_content
+    else:
+        data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
     text = result_text(result)
     if result.is_error:
         return ToolCallResponse(f"Error: {text}", is_error=True, data=data)
     return ToolCallResponse(text, data=data)
+
+
+def to_annotations(spec: mt.Tool) -> ToolAnnotations | None:
+    """The server's annotations of a tool as reactcore's (``None`` when it gave none)."""
+    given = spec.annotations
+    if given is None:
+        return None
+    return ToolAnnotations(
+        title=given.title,
+        read_only=given.read_only_hint,
+        destructive=given.destructive_hint,
+        idempotent=given.idempotent_hint,
+        open_world=given.open_world_hint,
+    )

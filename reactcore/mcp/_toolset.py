@@ -25,14 +25,24 @@ its tool list changed, the tools are listed again. When the server goes away (a 
 closed connection), the call in flight answers the model with an error naming the server,
 and the next model call or tool call reconnects (for stdio: starts the process again), or
 raises ``MCPError`` when it cannot.
+
+A tool keeps what the server says of it: its annotations (``readOnlyHint``,
+``destructiveHint`` …) as ``Tool.annotations``, read by the approval hook and the retry
+interceptor; and its ``outputSchema``: the SDK checks the ``structuredContent`` of each
+result against it (a mismatch answers the model with an error saying where), and the
+checked value is the response's ``data``.
+
+Beside tools, the toolset reads the server's resources and prompts as reactcore values
+(``list_resources``, ``list_resource_templates``, ``read_resource``, ``list_prompts``,
+``get_prompt``; see ``_resources`` and ``_prompts``), follows a resource's updates
+(``subscribe``), and with ``resource_tool=True`` lets the model read resources itself.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Collection, Mapping, Sequence
-from contextlib import AsyncExitStack, suppress
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -45,17 +55,26 @@ import mcp.types as mt
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.session import ClientSession
-from mcp.shared.exceptions import MCPError as SDKError
-from mcp_types import JSONRPCRequest, JSONRPCResponse
-from mcp_types.methods import validate_server_result
-from pydantic import ValidationError
 
 from .. import _validate as valid
 from .._exceptions import MCPError
 from .._interceptors import ToolCallResponse
 from .._tools import SAFE_NAME, Tool
 from ._names import safe_names
-from ._results import schema_check, schema_problem, to_response
+from ._prompts import Prompt, PromptResult, prompt_arguments, to_prompt, to_result
+from ._requests import Connection, asking, every_page, reason
+from ._resources import (
+    Resource,
+    ResourceContents,
+    ResourceTemplate,
+    resource_tool,
+    to_contents,
+    to_resource,
+    to_template,
+)
+from ._results import schema_check, schema_problem, to_annotations, to_response
+from ._screen import Screen, ScreenedWrite, WatchedStream
+from ._subscriptions import Subscriptions, ask
 from ._transports import (
     MAX_RESULT_BYTES,
     SSETransport,
@@ -69,18 +88,6 @@ if TYPE_CHECKING:
     from ..models.base import ModelRequest, ModelResponse
 
 _log = structlog.get_logger("reactcore.mcp")
-_MAX_PAGES = 100
-# Failures of the connection itself (not of the call): the session is given up.
-_TRANSPORT_ERRORS = (
-    httpx2.TransportError,
-    anyio.BrokenResourceError,
-    anyio.ClosedResourceError,
-    OSError,
-)
-
-
-# How the SDK says a server-sent event was past its size limit (httpx2's SSEError).
-_OVER_THE_LIMIT = re.compile(r"exceeded the (\d+) byte limit")
 
 
 def _names(value: Collection[str] | None) -> frozenset[str] | None:
@@ -99,15 +106,6 @@ def _safe_prefix(_: object, __: Any, prefix: str) -> None:
         )
 
 
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, SDKError):
-        return exc.error.message
-    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        return _reason(exc.exceptions[0])
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _one_error(
     errors: BaseExceptionGroup[BaseException], body: BaseException | None
 ) -> BaseException:
@@ -117,132 +115,6 @@ def _one_error(
     if len(found) == 1 and not isinstance(found[0], BaseExceptionGroup):
         return found[0]
     return BaseExceptionGroup("errors in MCPToolset and its block", found)
-
-
-@attrs.define(eq=False)
-class _Screen:
-    """Takes out of a ``tools/list`` answer, before the SDK reads it, each tool the SDK
-    would refuse (``"properties": 5`` in its input schema, say): one such tool would
-    make it refuse the whole listing, and the server's other tools with it.
-
-    ``asked`` holds the ids of the ``tools/list`` requests sent; ``refused`` the tools
-    taken out (name, why), until ``_list`` reads them; ``version`` is the protocol version
-    the session agreed (the SDK checks a result against that version's schema).
-    """
-
-    asked: set[Any] = attrs.field(factory=set)
-    refused: list[tuple[str, str]] = attrs.field(factory=list)
-    version: str | None = None
-
-    def sent(self, item: Any) -> None:
-        message = getattr(item, "message", None)
-        if isinstance(message, JSONRPCRequest) and message.method == "tools/list":
-            self.asked.add(message.id)
-
-    def received(self, item: Any) -> Any:
-        message = getattr(item, "message", None)
-        if not isinstance(message, JSONRPCResponse) or message.id not in self.asked:
-            return item
-        self.asked.discard(message.id)
-        tools = message.result.get("tools")
-        if self.version is None or not isinstance(tools, list):
-            return item
-        kept = [tool for tool in tools if self._fits(tool)]
-        if len(kept) < len(tools):
-            message.result = {**message.result, "tools": kept}
-        return item
-
-    def _fits(self, tool: Any) -> bool:
-        assert self.version is not None
-        try:
-            validate_server_result("tools/list", self.version, {"tools": [tool]})
-        except ValidationError as exc:
-            name = tool.get("name") if isinstance(tool, dict) else None
-            self.refused.append((name if isinstance(name, str) else repr(name), _invalid(exc)))
-            return False
-        except (KeyError, ValueError):  # a version the SDK has no schema for: it checks nothing
-            return True
-        return True
-
-
-def _invalid(exc: ValidationError) -> str:
-    """A tool's validation errors in words, without the values (they are the server's)."""
-    problems = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"][2:])  # past "tools", 0
-        problems.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
-    return "; ".join(problems)
-
-
-class _WatchedStream:
-    """The transport's read stream, setting ``down`` when it ends (the server went away),
-    each message passed through ``screen``."""
-
-    def __init__(self, inner: Any, down: anyio.Event, screen: _Screen) -> None:
-        self._inner = inner
-        self._down = down
-        self._screen = screen
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        try:
-            return self._screen.received(await self._inner.receive())
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._down.set()
-            raise
-
-    def __aiter__(self) -> _WatchedStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        self._down.set()
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-class _ScreenedWrite:
-    """The transport's write stream, telling ``screen`` of every message sent."""
-
-    def __init__(self, inner: Any, screen: _Screen) -> None:
-        self._inner = inner
-        self._screen = screen
-
-    async def send(self, item: Any) -> None:
-        self._screen.sent(item)
-        await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-@attrs.define(eq=False)
-class _Connection:
-    """One live session; ``down`` is set when it ended or must end."""
-
-    session: ClientSession
-    down: anyio.Event
-    server: str
-    screen: _Screen
 
 
 @attrs.define(eq=False)
@@ -256,6 +128,8 @@ class MCPToolset:
     ``max_concurrency`` is how many calls of this server run at once (a shared
     ``limiter`` may be given instead); ``timeout`` overrides the agent's per-call timeout
     for these tools; ``connect_timeout`` bounds the handshake and the first listing.
+    ``resource_tool`` adds a tool ``read_resource`` (after the prefix) through which the
+    model reads the server's resources.
     """
 
     transport: Transport = attrs.field(
@@ -291,9 +165,10 @@ class MCPToolset:
     connect_timeout: float = attrs.field(
         default=30.0, kw_only=True, validator=valid.number(positive=True)
     )
+    resource_tool: bool = attrs.field(default=False, kw_only=True, validator=valid.boolean())
 
     _group: anyio.abc.TaskGroup | None = attrs.field(default=None, init=False)
-    _conn: _Connection | None = attrs.field(default=None, init=False)
+    _conn: Connection | None = attrs.field(default=None, init=False)
     _tools: Mapping[str, Tool] = attrs.field(factory=dict, init=False)
     _remote: Mapping[str, str] = attrs.field(factory=dict, init=False)
     _logged: set[tuple[str, str]] = attrs.field(factory=set, init=False)
@@ -302,6 +177,7 @@ class MCPToolset:
     _listed: anyio.Event | None = attrs.field(default=None, init=False)
     _server: str | None = attrs.field(default=None, init=False)
     _limiter: anyio.CapacityLimiter | None = attrs.field(default=None, init=False)
+    _subscriptions: Subscriptions = attrs.field(factory=Subscriptions, init=False)
 
     @classmethod
     def stdio(
@@ -379,6 +255,7 @@ class MCPToolset:
     ) -> bool | None:
         group, self._group = self._group, None
         assert group is not None, "the toolset is not open"
+        self._subscriptions.close()
         if self._conn is not None:
             self._conn.down.set()
         self._conn = None
@@ -421,7 +298,7 @@ class MCPToolset:
     @property
     def session(self) -> ClientSession:
         """The SDK's session of the live connection, for what the toolset leaves to it
-        (resources, prompts); ``RuntimeError`` when there is none."""
+        (completions, logging levels …); ``RuntimeError`` when there is none."""
         if self._conn is None or self._conn.down.is_set():
             raise RuntimeError(f"MCPToolset {self.server_name} has no live connection")
         return self._conn.session
@@ -453,15 +330,101 @@ class MCPToolset:
         dynamic = (*request.dynamic_tools, *tools)
         return await handler(attrs.evolve(request, tools=names, dynamic_tools=dynamic))
 
+    # --- resources and prompts -----------------------------------------------------------
+
+    async def list_resources(self) -> tuple[Resource, ...]:
+        """The resources the server lists (every page)."""
+        conn = await self._connection()
+        with asking(conn, "resources/list"):
+            found = await every_page(self._pages(conn.session.list_resources), "resources")
+            return tuple(to_resource(r) for r in found)
+
+    async def list_resource_templates(self) -> tuple[ResourceTemplate, ...]:
+        """The resource templates the server lists (every page)."""
+        conn = await self._connection()
+        with asking(conn, "resources/templates/list"):
+            listing = self._pages(conn.session.list_resource_templates)
+            found = await every_page(listing, "resource_templates")
+            return tuple(to_template(t) for t in found)
+
+    async def read_resource(self, uri: str) -> tuple[ResourceContents, ...]:
+        """What the resource at ``uri`` holds (one item per content the server gives), each
+        as a content part: text, an image, or a file for any other blob."""
+        valid.text(non_empty=True).spec.check("read_resource uri", uri)
+        conn = await self._connection()
+        with asking(conn, "resources/read"):
+            result = await conn.session.read_resource(uri)
+            return to_contents(result, conn.server)
+
+    @asynccontextmanager
+    async def subscribe(self, uri: str) -> AsyncIterator[MemoryObjectReceiveStream[str]]:
+        """``async with toolset.subscribe(uri) as updates: async for uri in updates:``
+        gets ``uri`` each time the server says the resource changed (read it again to see
+        how). Updates arriving while the reader is behind coalesce into one; the stream
+        ends when the toolset closes. The server is asked (``resources/subscribe``) when the
+        first reader of ``uri`` comes, again after a reconnection, and told when the last
+        one leaves. ``MCPError`` when the server does not offer subscriptions."""
+        valid.text(non_empty=True).spec.check("subscribe uri", uri)
+        conn = await self._connection()
+        capabilities = conn.session.server_capabilities
+        resources = capabilities.resources if capabilities is not None else None
+        if resources is None or not resources.subscribe:
+            raise MCPError(
+                f"MCP server '{conn.server}' does not offer resource subscriptions",
+                server=conn.server,
+            )
+        first = uri not in self._subscriptions.uris
+        send, receive = self._subscriptions.add(uri)
+        try:
+            if first:
+                await ask(conn, uri, subscribe=True)
+            with receive:
+                yield receive
+        finally:
+            # The connection now: after a reconnection the new session holds the subscription.
+            now = self._conn
+            last = self._subscriptions.remove(uri, send)
+            if last and now is not None and not now.down.is_set():
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(self.connect_timeout),
+                    suppress(MCPError),
+                ):
+                    await ask(now, uri, subscribe=False)
+
+    async def list_prompts(self) -> tuple[Prompt, ...]:
+        """The prompts the server lists (every page)."""
+        conn = await self._connection()
+        with asking(conn, "prompts/list"):
+            found = await every_page(self._pages(conn.session.list_prompts), "prompts")
+            return tuple(to_prompt(p) for p in found)
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> PromptResult:
+        """The prompt ``name`` filled in with ``arguments`` (strings), its messages as
+        reactcore messages (``UserMessage``, ``AssistantMessage``)."""
+        valid.text(non_empty=True).spec.check("get_prompt name", name)
+        given = prompt_arguments(arguments)
+        conn = await self._connection()
+        with asking(conn, "prompts/get"):
+            result = await conn.session.get_prompt(name, given)
+            return to_result(result, conn.server)
+
+    @staticmethod
+    def _pages(listing: Any) -> Any:
+        """A page fetcher for ``every_page`` from a session's ``list_*`` method."""
+        return lambda params: listing(params=params)
+
     # --- the connection ------------------------------------------------------------------
 
-    async def _connection(self) -> _Connection:
+    async def _connection(self) -> Connection:
         conn = self._conn
         if conn is not None and not conn.down.is_set():
             return conn
         return await self._connect()
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self) -> Connection:
         """A live connection: the current one, or a new one (a new process for stdio)."""
         if self._group is None or self._lock is None:
             raise RuntimeError(
@@ -473,17 +436,24 @@ class MCPToolset:
                 return conn
             try:
                 conn = await self._group.start(self._serve)
-                assert isinstance(conn, _Connection)
+                assert isinstance(conn, Connection)
             except Exception as exc:
                 raise MCPError(
-                    f"cannot connect to MCP server '{self.server_name}': {_reason(exc)}",
+                    f"cannot connect to MCP server '{self.server_name}': {reason(exc)}",
                     server=self.server_name,
                 ) from exc
             self._conn = conn
             self._server = conn.server
+            for uri in self._subscriptions.uris:  # a new session: ask again
+                try:
+                    await ask(conn, uri, subscribe=True)
+                except MCPError as exc:
+                    _log.warning(
+                        "mcp_subscribe_failed", server=conn.server, uri=uri, error=str(exc)
+                    )
             return conn
 
-    async def _serve(self, *, task_status: anyio.abc.TaskStatus[_Connection]) -> None:
+    async def _serve(self, *, task_status: anyio.abc.TaskStatus[Connection]) -> None:
         """Own one session: connect, list, hand it over, then keep it until it is down."""
         down = anyio.Event()
         changes, changed = anyio.create_memory_object_stream[None](1)
@@ -493,10 +463,10 @@ class MCPToolset:
                 stack.enter_context(changes)
                 stack.enter_context(changed)
                 read, write = await stack.enter_async_context(self.transport.open())
-                screen = _Screen()
+                screen = Screen()
                 session = ClientSession(
-                    _WatchedStream(read, down, screen),
-                    _ScreenedWrite(write, screen),
+                    WatchedStream(read, down, screen),
+                    ScreenedWrite(write, screen),
                     message_handler=lambda message: self._on_message(changes, message),
                 )
                 await stack.enter_async_context(session)
@@ -504,7 +474,7 @@ class MCPToolset:
                     info = await session.initialize()
                     screen.version = session.protocol_version
                     server = self.name or info.server_info.name
-                    conn = _Connection(session, down, server, screen)
+                    conn = Connection(session, down, server, screen)
                     await self._list(conn)
                 task_status.started(conn)
                 started = True
@@ -515,7 +485,7 @@ class MCPToolset:
         except Exception as exc:
             if not started:
                 raise
-            _log.warning("mcp_connection_failed", server=self.server_name, error=_reason(exc))
+            _log.warning("mcp_connection_failed", server=self.server_name, error=reason(exc))
         finally:
             down.set()
 
@@ -523,28 +493,22 @@ class MCPToolset:
         if isinstance(message, mt.ToolListChangedNotification):
             with suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 changes.send_nowait(None)
+        elif isinstance(message, mt.ResourceUpdatedNotification):
+            self._subscriptions.deliver(message.params.uri)
         await anyio.lowlevel.checkpoint()
 
     async def _relist_on_change(
-        self, conn: _Connection, changed: MemoryObjectReceiveStream[None]
+        self, conn: Connection, changed: MemoryObjectReceiveStream[None]
     ) -> None:
         async for _ in changed:
             try:
                 await self._list(conn)
             except Exception as exc:
-                _log.warning("mcp_list_failed", server=conn.server, error=_reason(exc))
+                _log.warning("mcp_list_failed", server=conn.server, error=reason(exc))
 
-    async def _list(self, conn: _Connection) -> None:
+    async def _list(self, conn: Connection) -> None:
         """List the server's tools (every page) and make them the toolset's tools."""
-        found: list[mt.Tool] = []
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await conn.session.list_tools(params=params)
-            found.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        found: list[mt.Tool] = await every_page(self._pages(conn.session.list_tools), "tools")
         tools: dict[str, Tool] = {}
         remote: dict[str, str] = {}
         usable = [t for t in found if self._wanted(t.name) and self._usable(conn, t)]
@@ -559,6 +523,13 @@ class MCPToolset:
                 self._once("mcp_tool_renamed", conn.server, spec.name, name=name)
             tools[name] = self._tool(spec, name)
             remote[name] = spec.name
+        if self.resource_tool:
+            name = f"{self.prefix}read_resource"
+            if name in tools:
+                reason = "the server has a tool of that name"
+                self._once("mcp_tool_skipped", conn.server, name, reason=reason)
+            else:
+                tools[name] = await resource_tool(conn, name, self.read_resource, self._options)
         self._tools, self._remote = tools, remote
         self._listings += 1
         listed, self._listed = self._listed, anyio.Event()
@@ -568,7 +539,7 @@ class MCPToolset:
     def _wanted(self, name: str) -> bool:
         return (self.allow is None or name in self.allow) and name not in self.deny
 
-    def _usable(self, conn: _Connection, spec: mt.Tool) -> bool:
+    def _usable(self, conn: Connection, spec: mt.Tool) -> bool:
         """Whether the tool's input schema can be used; a tool whose cannot is skipped
         (and logged once), the server's other tools kept."""
         problem = schema_problem(spec.input_schema)
@@ -585,11 +556,17 @@ class MCPToolset:
         log = _log.warning if event == "mcp_tool_skipped" else _log.info
         log(event, server=server, tool=tool, **fields)
 
+    @property
+    def _options(self) -> dict[str, Any]:
+        """What every tool of the toolset gets: its timeout and limiter."""
+        return {"timeout": self.timeout, "limiter": self._limiter}
+
     def _tool(self, spec: mt.Tool, name: str) -> Tool:
         remote = spec.name
+        structured = spec.output_schema is not None
 
         async def call(**arguments: Any) -> ToolCallResponse:
-            return await self._call(remote, arguments)
+            return await self._call(remote, arguments, structured=structured)
 
         return Tool.from_schema(
             name,
@@ -597,33 +574,16 @@ class MCPToolset:
             dict(spec.input_schema),
             call,
             check=schema_check(spec.input_schema, name),
-            timeout=self.timeout,
-            limiter=self._limiter,
+            annotations=to_annotations(spec),
+            **self._options,
         )
 
-    async def _call(self, remote: str, arguments: dict[str, Any]) -> ToolCallResponse:
-        """Call ``remote`` on the server; a failure of the server raises ``MCPError``."""
+    async def _call(
+        self, remote: str, arguments: dict[str, Any], *, structured: bool
+    ) -> ToolCallResponse:
+        """Call ``remote`` on the server; a failure of the server raises ``MCPError``.
+        ``structured``: the tool declares an output schema (see ``to_response``)."""
         conn = await self._connection()
-        try:
+        with asking(conn, "the call"):
             result = await conn.session.call_tool(remote, arguments)
-        except SDKError as exc:
-            over = _OVER_THE_LIMIT.search(exc.error.message)
-            if exc.error.code == mt.CONNECTION_CLOSED and over:  # the session goes on
-                message = (
-                    f"MCP server '{conn.server}' answered with a result of more than "
-                    f"{over[1]} bytes, the client's limit (max_result_bytes)"
-                )
-            elif exc.error.code == mt.CONNECTION_CLOSED:
-                conn.down.set()  # the next call or model turn connects again
-                message = f"MCP server '{conn.server}' closed the connection during the call"
-            else:
-                message = f"MCP server '{conn.server}' answered with an error: {_reason(exc)}"
-            raise MCPError(message, server=conn.server) from exc
-        except _TRANSPORT_ERRORS as exc:
-            conn.down.set()
-            message = f"MCP server '{conn.server}' could not be reached: {_reason(exc)}"
-            raise MCPError(message, server=conn.server) from exc
-        except Exception as exc:
-            message = f"MCP server '{conn.server}' failed during the call: {_reason(exc)}"
-            raise MCPError(message, server=conn.server) from exc
-        return to_response(result)
+        return to_response(result, structured=structured)
