@@ -62,18 +62,22 @@ RESPONSE_HEADERS = frozenset(
     }
 )
 _EXCERPT = 80
+MIN_SECRET = 8
+"""The shortest credential from a request's headers that is blanked out elsewhere."""
 
 
 def learn_secrets(headers: httpx.Headers, known: Iterable[str]) -> tuple[str, ...]:
     """``known`` and the credentials ``headers`` carry (a bearer token also without its
-    scheme), longest first so a longer secret is blanked before a part of it."""
+    scheme), longest first so a longer secret is blanked before a part of it. A credential
+    shorter than ``MIN_SECRET`` characters is no real key (a test's ``"sk-x"``): it is not
+    hunted for elsewhere, where it would blank out ordinary words (the header itself is
+    never kept)."""
     found = {s for s in known if s}
     for name, value in headers.items():
-        if name.lower() in SECRET_HEADERS and value:
-            found.add(value)
+        if name.lower() in SECRET_HEADERS:
             scheme, _, token = value.partition(" ")
-            if token and scheme.lower() in ("bearer", "basic", "token"):
-                found.add(token)
+            bare = token if scheme.lower() in ("bearer", "basic", "token") else ""
+            found.update(v for v in (value, bare) if len(v) >= MIN_SECRET)
     return tuple(sorted(found, key=len, reverse=True))
 
 

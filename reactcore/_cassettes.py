@@ -110,7 +110,7 @@ class Cassette:
     _open: list[_Recorder] = attrs.field(factory=list, init=False, repr=False)
     _queues: dict[str, deque[int]] = attrs.field(factory=dict, init=False, repr=False)
     _client: httpx.AsyncClient | None = attrs.field(default=None, init=False, repr=False)
-    # ``secrets`` and every credential a request carried so far: kept out of tool records too.
+    # ``secrets`` and every credential a request carried so far: kept out of every record.
     _known: tuple[str, ...] = attrs.field(default=(), init=False, repr=False)
 
     # --- life -----------------------------------------------------------------------------
@@ -182,8 +182,7 @@ class Cassette:
 
     async def _handle(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
-        secrets = learn_secrets(request.headers, self.secrets)
-        self._known = learn_secrets(httpx.Headers(), (*self._known, *secrets))
+        self._known = secrets = learn_secrets(request.headers, (*self.secrets, *self._known))
         record = request_record(request, secrets)
         if self.recording:
             return await self._record(request, record, secrets)

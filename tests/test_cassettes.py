@@ -12,10 +12,12 @@ from typing import Any
 from urllib.parse import quote
 
 import attrs
+import httpx
 import pytest
 
 from reactcore import (
     AssistantMessage,
+    ModelError,
     ModelRequest,
     ModelStreamError,
     OpenAIChatModel,
@@ -282,6 +284,49 @@ async def test_no_key_reaches_the_cassette(tmp_path: Path) -> None:
         replayed = await cassette.http_client.post(url, headers=headers, json={"prompt": KEY})
         assert replayed.json() == {"echo": "<redacted>"}
         assert "x-other" not in replayed.headers
+
+
+async def test_listed_secrets_and_short_test_keys(tmp_path: Path) -> None:
+    """A string listed in ``secrets=`` is blanked out wherever it appears; a test's short
+    key (``"sk-x"``, under 8 characters) is not hunted for in bodies, where it would blank
+    out ordinary text."""
+    path = tmp_path / "listed.json"
+    echo = HTTPReply.from_json({"echo": "hunter2-password and sk-x"})
+    headers = {"authorization": "Bearer sk-x"}
+    with (
+        serve_openai_compatible([echo]) as server,
+        Cassette(path, mode="record", secrets=["hunter2-password"]) as cassette,
+    ):
+        await cassette.http_client.post(
+            f"{server.base_url}/chat/completions", headers=headers, json={"p": "hunter2-password"}
+        )
+    text = path.read_text(encoding="utf-8")
+    assert "hunter2-password" not in text
+    assert '"echo": "<redacted> and sk-x"' in text
+
+
+async def test_a_connection_error_replays(tmp_path: Path) -> None:
+    """A request that met a connection error (nothing listening) replays as the same
+    error, without connecting."""
+    path = tmp_path / "refused.json"
+    request = ModelRequest([UserMessage("hi")])
+    with Cassette(path, mode="record") as cassette:
+        model = attrs.evolve(dead_model(cassette), max_retries=0)
+        with pytest.raises(ModelError) as recorded:
+            await model.call(request)
+    with Cassette(path, mode="replay", transport=Unreachable()) as cassette:
+        model = attrs.evolve(dead_model(cassette), max_retries=0)
+        with pytest.raises(ModelError) as replayed:
+            await model.call(request)
+    assert str(replayed.value) == str(recorded.value)
+    assert "ConnectError" in str(replayed.value)
+
+
+class Unreachable(httpx.AsyncBaseTransport):
+    """A transport that fails the test if anything is sent through it."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        raise AssertionError("a replay sent a request")
 
 
 async def test_the_modes(tmp_path: Path) -> None:
