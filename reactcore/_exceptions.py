@@ -23,7 +23,9 @@
      │    └── DamagedThread        a thread's stored checkpoints lack a record they need
      ├── MCPError                  an MCP server cannot be reached, or failed (``reactcore.mcp``)
      ├── PayloadMissing            (also LookupError) a payload store lacks what a run refers to
-     └── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
+     ├── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
+     └── CassetteError             a cassette cannot be read, or has no recording to replay
+          └── CassetteMismatchError  what a replayed run sends differs from every recording
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
 ``ValueError`` / ``TypeError``: they are bugs in the caller, not run-time failures.
@@ -293,6 +295,26 @@ class DamagedThread(SaverError):
 class ScriptExhaustedError(ReactcoreError, RuntimeError):
     """Raised by ``ScriptedChatModel`` (a test model) when it gets a request after its last
     reply."""
+
+
+class CassetteError(ReactcoreError):
+    """Raised by a ``reactcore.testing.Cassette`` when its file cannot be read or written,
+    when a replay asks for something it holds no recording of, or when a tool's answer
+    cannot be recorded. It always ends the run (never an error result for the model):
+    a replay that went another way than the recording is a failed test."""
+
+
+class CassetteMismatchError(CassetteError):
+    """Raised by a replaying ``Cassette`` when a request (or a tool call) matches no
+    recording: ``field`` is the first JSON path where it differs from the nearest one
+    (``"$.messages[1].content"``; ``"path"`` for the URL, ``"tool"`` for a tool's name),
+    ``recorded`` and ``sent`` the two values there (``None`` when absent)."""
+
+    def __init__(self, message: str, *, field: str, recorded: Any = None, sent: Any = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.recorded = recorded
+        self.sent = sent
 
 
 class MCPError(ReactcoreError):

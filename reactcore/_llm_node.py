@@ -21,6 +21,7 @@ import attrs
 from . import _validate as valid
 from ._config import RunnableConfig
 from ._events import ModelCallFinished, ModelCallStarted
+from ._exceptions import CassetteError
 from ._interceptors import ModelHandler, ModelInterceptor, chain_model_interceptors
 from ._logging import get_logger
 from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
@@ -274,7 +275,7 @@ class AgentLlmNode:
             else:
                 response = await self._traced(tracer, request)
         except Exception as exc:
-            if not self.model_error_as_message or isinstance(exc, ToolNameClash):
+            if not self.model_error_as_message or isinstance(exc, ToolNameClash | CassetteError):
                 raise
             log.warning("model_call_failed", iteration=iteration, error=type(exc).__name__)
             response = ModelResponse(AssistantMessage(f"Exception: {exc}"))

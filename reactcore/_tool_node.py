@@ -32,7 +32,7 @@ from . import _validate as valid
 from ._batch import PENDING_UPDATES, Batch, has_pending_updates, pending_calls, trace_exception
 from ._config import RunnableConfig
 from ._exception_processor import DefaultToolExceptionProcessor, ToolExceptionProcessor
-from ._exceptions import PIIDetectedError, ToolArgumentError
+from ._exceptions import CassetteError, PIIDetectedError, ToolArgumentError
 from ._interceptors import (
     ToolCallRequest,
     ToolCallResponse,
@@ -413,7 +413,8 @@ class AgentToolNode:
 
     def _guarded(self, handler: ToolHandler) -> ToolHandler:
         """``handler`` wrapped in the one place where a call's errors become responses (or,
-        if the exception processor says so, raise); a ``PIIDetectedError`` always raises."""
+        if the exception processor says so, raise); a ``PIIDetectedError`` or a
+        ``CassetteError`` (a replay gone another way than its recording) always raises."""
 
         async def call(request: ToolCallRequest) -> ToolCallResponse:
             try:
@@ -421,8 +422,8 @@ class AgentToolNode:
             except ToolArgumentError as exc:
                 trace_exception(exc)
                 return ToolCallResponse(f"Error: {exc}", is_error=True)
-            except PIIDetectedError:
-                raise  # a guard's verdict on the call, not the tool's failure: the run ends
+            except (PIIDetectedError, CassetteError):
+                raise  # a verdict on the call, not the tool's failure: the run ends
             except Exception as exc:
                 trace_exception(exc)
                 self.log.warning(

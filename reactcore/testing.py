@@ -1,5 +1,7 @@
-"""Public test helpers: a scripted chat model and local OpenAI-compatible, Anthropic,
-OpenAI Responses and Gemini servers.
+"""Public test helpers: a scripted chat model, local OpenAI-compatible, Anthropic,
+OpenAI Responses and Gemini servers, and cassettes that record a run's model traffic and
+tool I/O and replay it offline (``Cassette``, see ``reactcore._cassettes``; the pytest
+fixture is in ``reactcore.pytest_plugin``).
 
 ``ScriptedChatModel`` answers from a script, with no network (see its module).
 
@@ -47,6 +49,10 @@ import attrs
 from anyio.lowlevel import EventLoopToken, current_token
 
 from . import _validate as valid
+from ._cassettes import Cassette as Cassette
+from ._cassettes import CassetteMode as CassetteMode
+from ._exceptions import CassetteError as CassetteError
+from ._exceptions import CassetteMismatchError as CassetteMismatchError
 from ._exceptions import ScriptExhaustedError as ScriptExhaustedError
 from ._messages import AssistantMessage
 from ._serde import message_to_wire
@@ -80,6 +86,10 @@ if TYPE_CHECKING:
 __all__ = [
     "AnthropicEvent",
     "AnthropicSSEReply",
+    "Cassette",
+    "CassetteError",
+    "CassetteMismatchError",
+    "CassetteMode",
     "Exchange",
     "GeminiChunk",
     "GeminiSSEReply",

@@ -6,6 +6,10 @@ from typing import Any
 
 import pytest
 
+# The `cassette` fixture: loaded by reactcore's pytest11 entry point where reactcore is
+# installed with it (then this names it again: a no-op), else here.
+pytest_plugins = ["reactcore.pytest_plugin"]
+
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:

@@ -93,8 +93,9 @@ def test_every_provider_module_sends_through_the_shared_http_layer() -> None:
 
 def test_every_exception_of_the_tree_is_exported() -> None:
     """Each exception class of ``reactcore._exceptions`` is a ``ReactcoreError`` and is
-    importable from ``reactcore`` (but ``ScriptExhaustedError``, from
-    ``reactcore.testing``): a caller can catch any of them by its public name."""
+    importable from ``reactcore`` (but the test helpers' ``ScriptExhaustedError``,
+    ``CassetteError`` and ``CassetteMismatchError``, from ``reactcore.testing``): a caller
+    can catch any of them by its public name."""
     from reactcore import _exceptions
 
     classes = {
@@ -103,6 +104,7 @@ def test_every_exception_of_the_tree_is_exported() -> None:
         if isinstance(value, type) and issubclass(value, BaseException)
     }
     assert all(issubclass(cls, reactcore.ReactcoreError) for cls in classes.values())
-    assert set(classes) - set(reactcore.__all__) == {"ScriptExhaustedError"}
+    testing_only = {"ScriptExhaustedError", "CassetteError", "CassetteMismatchError"}
+    assert set(classes) - set(reactcore.__all__) == testing_only
     assert issubclass(reactcore.DamagedThread, reactcore.SaverError)
     assert issubclass(reactcore.SaverUnavailable, reactcore.SaverError)

@@ -473,11 +473,11 @@ def _spellings(key: str | None) -> tuple[str, ...]:
     return tuple(sorted(forms, key=len, reverse=True))
 
 
-def redact(text: str, secret: str | None) -> str:
-    """``text`` with ``secret`` blanked out (servers echo it in 401 bodies), also spelled
-    as JSON or a URL would spell it."""
+def redact(text: str, secret: str | None, *, mark: str = _REDACTED) -> str:
+    """``text`` with ``secret`` replaced by ``mark`` (servers echo it in 401 bodies), also
+    spelled as JSON or a URL would spell it."""
     for spelling in _spellings(secret):
-        text = text.replace(spelling, _REDACTED)
+        text = text.replace(spelling, mark)
     return text
 
 
