@@ -9,6 +9,12 @@ Tables (``<schema>.`` in front, in PostgreSQL)::
     messages    (thread_id, segment, position, body)                        -- the log
     blobs       (thread_id, hash, body)                                     -- large texts
     threads     (thread_id, status, run_id, step, updated_at, stamp)        -- for threads()
+    forks       (thread_id, parent, seq, segment)                           -- a fork's origin
+
+A fork (``saver.fork``) has a ``forks`` row naming its parent thread, the record ``seq``
+it starts after and the last ``segment`` of the parent's log it may read: reading it
+reads the parent's records up to ``seq`` and segments up to ``segment`` (and so on up
+its parent's own origin), then its own rows, which hold only what it added.
 
 The latest checkpoint of a thread is its record of highest ``seq``, read through the
 primary key ``(thread_id, seq)`` and a partial index on its snapshots.
@@ -30,7 +36,7 @@ import anyio.to_thread
 import attrs
 
 from .._config import check_thread_id
-from .._exceptions import DamagedThread, ThreadBusy
+from .._exceptions import DamagedThread, ThreadBusy, ThreadHasForks
 from .._messages import Message
 from ._codec import (
     JsonCodec,
@@ -41,6 +47,7 @@ from ._codec import (
     record_text,
 )
 from ._document import load_checkpoint
+from ._forks import ForkingMethods, taken
 from ._log import (
     Delta,
     Head,
@@ -95,6 +102,16 @@ _TABLES: tuple[str, ...] = (
 """The tables of the layout of message logs (created by the upgrade to it), and the
 thread's ``stamp``: a random version, new at every write."""
 
+_FORK_TABLES: tuple[str, ...] = (
+    """CREATE TABLE {s}forks (
+        thread_id text {collate} NOT NULL PRIMARY KEY,
+        parent text {collate} NOT NULL,
+        seq integer NOT NULL,
+        segment integer NOT NULL)""",
+    "CREATE INDEX forks_parent ON {s}forks (parent, thread_id)",
+)
+"""The table of forks (created by the upgrade that brought forks)."""
+
 _RECORDS = "SELECT seq, snapshot, body FROM {s}checkpoints WHERE thread_id = :thread"
 _FROM_SNAPSHOT = (
     " AND seq >= (SELECT seq FROM {s}checkpoints WHERE thread_id = :thread AND snapshot"
@@ -110,7 +127,12 @@ STATEMENTS: dict[str, str] = {
     "messages": "SELECT segment, position, body FROM {s}messages"
     " WHERE thread_id = :thread AND segment {in:segments}",
     "blobs": "SELECT hash, body FROM {s}blobs WHERE thread_id = :thread AND hash {in:hashes}",
+    "range": _RECORDS + " AND seq > :after AND seq <= :upto ORDER BY seq",
     "last_seq": "SELECT max(seq) FROM {s}checkpoints WHERE thread_id = :thread",
+    "fork_of": "SELECT parent, seq, segment FROM {s}forks WHERE thread_id = :thread",
+    "forks_of": "SELECT thread_id FROM {s}forks WHERE parent = :thread ORDER BY thread_id",
+    # (PostgreSQL: the parent's row locked against a ``delete`` until the fork is stored)
+    "lock_parent": "SELECT 1 FROM {s}threads WHERE thread_id = :thread",
     "stamp": "SELECT stamp FROM {s}threads WHERE thread_id = :thread",
     "threads": "SELECT thread_id, status, run_id, step, updated_at FROM {s}threads"
     " WHERE (CAST(:status AS text) IS NULL OR status = :status)"
@@ -126,6 +148,11 @@ STATEMENTS: dict[str, str] = {
     "insert_checkpoint": "INSERT INTO {s}checkpoints"
     " (thread_id, seq, step, run_id, created_at, snapshot, body)"
     " VALUES (:thread, :seq, :step, :run, :at, :snapshot, :body)",
+    "insert_fork": "INSERT INTO {s}forks (thread_id, parent, seq, segment)"
+    " VALUES (:thread, :parent, :seq, :segment) ON CONFLICT DO NOTHING RETURNING thread_id",
+    "insert_thread": "INSERT INTO {s}threads (thread_id, status, run_id, step, updated_at, stamp)"
+    " VALUES (:thread, :status, :run, :step, :at, :stamp) ON CONFLICT DO NOTHING"
+    " RETURNING thread_id",
     "upsert_thread": "INSERT INTO {s}threads (thread_id, status, run_id, step, updated_at, stamp)"
     " VALUES (:thread, :status, :run, :step, :at, :stamp)"
     " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, run_id = excluded.run_id,"
@@ -140,13 +167,19 @@ STATEMENTS: dict[str, str] = {
     " WHERE CAST(:thread AS text) IS NULL OR thread_id = :thread",
     **{
         f"delete_{table}": f"DELETE FROM {{s}}{table} WHERE thread_id = :thread"
-        for table in ("checkpoints", "segments", "messages", "blobs", "threads")
+        for table in ("checkpoints", "segments", "messages", "blobs", "threads", "forks")
     },
 }
 
-FORGET = tuple(f"delete_{t}" for t in ("checkpoints", "segments", "messages", "blobs", "threads"))
+CHECK_FORKS = "forks_of"
+"""In ``delete``'s statements: refuse to delete a thread that has forks."""
+
+FORGET = (
+    CHECK_FORKS,
+    *(f"delete_{t}" for t in ("checkpoints", "segments", "messages", "blobs", "threads", "forks")),
+)
 """The statements ``delete`` runs, in one transaction (SQLite's: it holds the write lock
-from its first statement, so no write comes between them)."""
+from its first statement, so no write comes between them, nor a fork)."""
 
 
 @attrs.frozen
@@ -180,6 +213,9 @@ class Dialect:
     def tables(self) -> builtins.list[str]:
         return [self.sql(text) for text in _TABLES]
 
+    def fork_tables(self) -> builtins.list[str]:
+        return [self.sql(text) for text in _FORK_TABLES]
+
 
 # --- reading a thread -------------------------------------------------------------------
 
@@ -196,55 +232,127 @@ class Rows:
     stamp: str | None
 
 
+@attrs.frozen
+class Layer:
+    """One thread of the ancestry of a thread that was forked (``fork``): its records of
+    ``seq`` in ``after`` + 1 .. ``upto``, its segments up to id ``segment`` (``None``:
+    all; the thread read itself)."""
+
+    thread: str
+    after: int = 0
+    upto: int | None = None
+    segment: int | None = None
+
+
+def layers_of(fetch: Fetch, thread_id: str) -> builtins.list[Layer]:
+    """The threads whose rows make ``thread_id``, its first ancestor first (just itself,
+    for a thread that is no fork)."""
+    layers: builtins.list[Layer] = []
+    thread, upto, segment = thread_id, None, None
+    while True:
+        rows = fetch("fork_of", {"thread": thread})
+        if not rows:
+            layers.append(Layer(thread, 0, upto, segment))
+            break
+        parent, at, last_segment = rows[0]
+        layers.append(Layer(thread, int(at), upto, segment))
+        thread, upto, segment = str(parent), int(at), int(last_segment)
+    layers.reverse()
+    return layers
+
+
+def _records_of(
+    fetch: Fetch, layers: Sequence[Layer], which: str, seq: int | None
+) -> tuple[tuple[Record, ...], int, int] | None:
+    """The records ``which`` names (``latest``, ``upto`` record ``seq``, ``records``),
+    the first and last ``seq`` they must be; ``None`` when there is no such thread or
+    checkpoint."""
+    leaf = layers[-1]
+    params = {"thread": leaf.thread, "seq": seq}
+    if len(layers) == 1:
+        records = tuple(_parse_record(leaf.thread, *row) for row in fetch(which, params))
+        last = records[-1].seq if records else None
+        if last is None or (which == "upto" and last != seq):
+            stored = fetch("last_seq", params)[0][0]  # (not found: is the thread damaged?)
+            if stored is None or (which == "upto" and seq is not None and seq > stored):
+                return None  # no such thread, or no such checkpoint
+            last = int(stored) if which != "upto" else seq
+        assert last is not None
+        if which == "records":
+            first = 1
+        elif records and records[0].snapshot:
+            first = records[0].seq
+        else:
+            first = snapshot_of(last)
+        return records, first, last
+    stored = fetch("last_seq", params)[0][0]
+    top = leaf.after if stored is None else int(stored)
+    if which == "upto" and (seq is None or seq > top):
+        return None
+    last = seq if which == "upto" and seq is not None else top
+    first = 1 if which == "records" else snapshot_of(last)
+    found: builtins.list[Record] = []
+    for layer in layers:
+        after = max(first - 1, layer.after)
+        upto = last if layer.upto is None else min(last, layer.upto)
+        if after < upto:
+            rows = fetch("range", {"thread": layer.thread, "after": after, "upto": upto})
+            found += (_parse_record(leaf.thread, *row) for row in rows)
+    return tuple(found), first, last
+
+
 def fetch_rows(
     fetch: Fetch, dialect: Dialect, thread_id: str, which: str, seq: int | None = None
 ) -> Rows | None:
     """The rows of ``thread_id`` for the statement ``which`` (``latest``, ``upto`` record
-    ``seq``, or every record: ``records``), or ``None`` when it has none.
+    ``seq``, or every record: ``records``), or ``None`` when it has none. A fork's rows
+    are its ancestors' up to where it forked, then its own (``layers_of``); the ends of
+    the segments it inherits are left unknown, so that it appends to its own only.
 
     Raised: ``DamagedThread`` naming the first row the records need that is missing or
     unreadable (a record, its snapshot, a segment, a message, a blob): checked here, in
     the reader's transaction, before anything is decoded."""
-    params = {"thread": thread_id, "seq": seq}
-    records = tuple(_parse_record(thread_id, *row) for row in fetch(which, params))
-    last = records[-1].seq if records else None
-    if last is None or (which == "upto" and last != seq):
-        stored = fetch("last_seq", params)[0][0]  # (not found: is the thread damaged?)
-        if stored is None or (which == "upto" and seq is not None and seq > stored):
-            return None  # no such thread, or no such checkpoint
-        last = int(stored) if which != "upto" else seq
-    assert last is not None
-    if which == "records":
-        first = 1
-    elif records and records[0].snapshot:
-        first = records[0].seq
-    else:
-        first = snapshot_of(last)
+    layers = layers_of(fetch, thread_id)
+    found = _records_of(fetch, layers, which, seq)
+    if found is None:
+        return None
+    records, first, last = found
     check_records(thread_id, records, first, last)
-    segments = {
-        int(i): Segment(int(i), None if p is None else int(p), int(b))
-        for i, p, b in fetch("segments", params)
-    }
+    segments: dict[int, Segment] = {}
+    owner: dict[int, str] = {}  # the thread whose rows hold each segment
+    for layer in layers:
+        for i, p, b in fetch("segments", {"thread": layer.thread}):
+            if layer.segment is None or int(i) <= layer.segment:
+                segments[int(i)] = Segment(int(i), None if p is None else int(p), int(b))
+                owner[int(i)] = layer.thread
     stops: dict[int, int] = {}  # how far into each segment the records read
     for pointer in pointers(records):
         for segment_id, _, stop in chain(thread_id, segments, pointer):
             stops[segment_id] = max(stops.get(segment_id, 0), stop)
-    needed = sorted(stops)
-    rows = fetch("messages", {**params, "segments": dialect.values(needed)}) if needed else ()
-    messages = {(int(g), int(p)): body for g, p, body in rows}
+    messages: dict[tuple[int, int], str] = {}
+    for layer in layers:
+        needed = sorted(i for i in stops if owner[i] == layer.thread)
+        if needed:
+            params = {"thread": layer.thread, "segments": dialect.values(needed)}
+            messages.update(((int(g), int(p)), body) for g, p, body in fetch("messages", params))
     for segment_id, stop in stops.items():
         for position in range(segments[segment_id].base, stop):
             if (segment_id, position) not in messages:
                 raise DamagedThread(thread_id, f"message {position} of segment {segment_id}")
     for segment_id, position in messages:
-        known = segments[segment_id]
-        known.end = max(known.end or 0, position + 1)
+        if owner[segment_id] == thread_id:
+            known = segments[segment_id]
+            known.end = max(known.end or 0, position + 1)
     hashes = sorted({h for key, body in messages.items() for h in _blob_refs(thread_id, key, body)})
-    found = fetch("blobs", {**params, "hashes": dialect.values(hashes)}) if hashes else ()
-    blobs: dict[str, str] = {str(h): b for h, b in found}
-    missing = next((h for h in hashes if h not in blobs), None)
-    if missing is not None:
-        raise DamagedThread(thread_id, f"blob {missing}")
+    blobs: dict[str, str] = {}
+    for layer in reversed(layers):
+        missing = [h for h in hashes if h not in blobs]
+        if missing:
+            params = {"thread": layer.thread, "hashes": dialect.values(missing)}
+            blobs.update((str(h), b) for h, b in fetch("blobs", params))
+    missing_blob = next((h for h in hashes if h not in blobs), None)
+    if missing_blob is not None:
+        raise DamagedThread(thread_id, f"blob {missing_blob}")
     return Rows(records, segments, messages, blobs, stamp_of(fetch, thread_id))
 
 
@@ -571,10 +679,65 @@ class Tables:
 
         def forget(conn: Connection) -> None:
             for name in self.forget:
-                conn.run(name, params)
+                if name != CHECK_FORKS:
+                    conn.run(name, params)
+                elif forks := conn.fetch(name, params[0]):
+                    raise ThreadHasForks(thread_id, [str(row[0]) for row in forks])
 
         self.forget_head(thread_id)
         self.transact(forget, True)
+
+    def fork(self, thread_id: str, checkpoint_id: str, new_thread_id: str) -> Checkpoint:
+        """Make ``new_thread_id`` a fork of ``thread_id`` at ``checkpoint_id``: its
+        ``forks`` row and its ``threads`` row, in one transaction; its checkpoint.
+
+        A fork taken at or before where its parent itself forked is a fork of the
+        parent's parent (and so on): a thread depends only on the threads it needs.
+        In PostgreSQL, the parent's row is locked (``FOR SHARE``) first, so a ``delete``
+        of it either comes before (the fork finds no checkpoint) or after (and finds the
+        fork). Raised: ``ValueError`` when ``new_thread_id`` holds a thread already, or
+        ``checkpoint_id`` names no checkpoint of ``thread_id``."""
+        seq = seq_of(checkpoint_id)
+
+        def create(conn: Connection) -> Checkpoint:
+            new = {"thread": new_thread_id}
+            exists = conn.fetch("stamp", new) or conn.fetch("fork_of", new)
+            if exists or conn.fetch("last_seq", new)[0][0] is not None:
+                raise ValueError(taken(new_thread_id))
+            parent = thread_id
+            conn.fetch("lock_parent", {"thread": parent})
+            while seq is not None and (origin := conn.fetch("fork_of", {"thread": parent})):
+                if seq > int(origin[0][1]):
+                    break
+                parent = str(origin[0][0])
+                conn.fetch("lock_parent", {"thread": parent})
+            rows = fetch_rows(conn.fetch, self.dialect, parent, "upto", seq) if seq else None
+            if rows is None:
+                raise ValueError(
+                    f"checkpoint_id {checkpoint_id!r} names no checkpoint of thread "
+                    f"{thread_id!r} (the ids of saver.list or saver.history)"
+                )
+            checkpoint = attrs.evolve(latest(parent, rows)[0], thread_id=new_thread_id)
+            info = _info(checkpoint)
+            fork = {"thread": new_thread_id, "parent": parent, "seq": seq}
+            thread = {
+                "thread": new_thread_id,
+                "status": info.status,
+                "run": info.run_id,
+                "step": info.step,
+                "at": info.updated_at,
+                "stamp": uuid.uuid4().hex,
+            }
+            segment = max(rows.segments, default=0)
+            if not conn.fetch("insert_fork", {**fork, "segment": segment}) or not conn.fetch(
+                "insert_thread", thread
+            ):
+                raise ValueError(taken(new_thread_id))  # (made meanwhile, in PostgreSQL)
+            return checkpoint
+
+        self.forget_head(new_thread_id)
+        made: Checkpoint = self.transact(create, True)
+        return made
 
     def threads(
         self, status: ThreadStatus | None, after: str | None, limit: int
@@ -591,7 +754,7 @@ class Tables:
         return counted
 
 
-class TableSaver:
+class TableSaver(ForkingMethods):
     """The methods of ``SqliteSaver`` and ``PostgresSaver`` that only read or forget
     (each a call of their ``Tables`` in a worker thread); writing (``put``) and claiming
     are each saver's own. Raised by every method: ``ValueError`` when a thread id breaks
@@ -611,9 +774,17 @@ class TableSaver:
         return await anyio.to_thread.run_sync(self._tables.list, thread_id)
 
     async def delete(self, thread_id: str) -> None:
-        """Forget ``thread_id``."""
+        """Forget ``thread_id`` (``ThreadHasForks``, and nothing deleted, while threads
+        forked from it remain)."""
         check_thread_id(thread_id)
         await anyio.to_thread.run_sync(self._tables.delete, thread_id)
+
+    async def _make_fork(
+        self, thread_id: str, checkpoint_id: str, new_thread_id: str
+    ) -> Checkpoint:
+        return await anyio.to_thread.run_sync(
+            self._tables.fork, thread_id, checkpoint_id, new_thread_id
+        )
 
     async def threads(
         self,
