@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from reactcore import (
     AssistantMessage,
+    OverAllState,
     ReactAgent,
     RunnableConfig,
     ThreadHasForks,
@@ -41,6 +42,7 @@ from reactcore.savers import (
     drop_tool_result,
     replace_answer,
 )
+from reactcore.savers._log import SNAPSHOT_EVERY
 from reactcore.savers._postgres import PostgresSaver
 from reactcore.testing import ScriptedChatModel
 from tests import pg
@@ -410,3 +412,73 @@ async def test_memory_fork_shares_the_parents_messages() -> None:
         a is b for a, b in zip(parent.state["messages"], fork.state["messages"], strict=True)
     )
     assert (await saver.statistics("f")).messages == 0
+
+
+@tool
+async def fetch(key: str) -> str:
+    """2 KB for ``key`` (stored apart, as a blob)."""
+    return (key * 2048)[:2048]
+
+
+async def test_forks_across_snapshots_and_blobs(saver: Any) -> None:
+    """Forks taken on each side of a snapshot record (every ``SNAPSHOT_EVERY``-th), on
+    it, and at the end, of a thread whose tool results are stored apart (blobs): every
+    checkpoint of each fork comes back by ``list`` and by id, the large results from the
+    parent's rows, and a run goes on from each (resumed mid-run, or with new input)."""
+    per_turn = 5  # input, the model's call, the call's result, the batch, the end
+
+    def turn_agent(n: int, first: int = 0) -> ReactAgent:
+        answers: list[Any] = [asking(f"k{n}"), "ok"][first:]
+        return ReactAgent("forks", model=ScriptedChatModel(answers), tools=[fetch], saver=saver)
+
+    def asking(call_id: str) -> AssistantMessage:
+        return AssistantMessage("", [ToolCall(call_id, "fetch", '{"key": "ab"}')])
+
+    turns = SNAPSHOT_EVERY // per_turn + 2
+    for n in range(turns):
+        await turn_agent(n).invoke(f"turn {n}", RunnableConfig(thread_id="t"))
+    original = await saver.list("t")
+    assert len(original) == turns * per_turn
+    assert (await saver.statistics("t")).blobs == 1
+    last_turn = SNAPSHOT_EVERY // per_turn * per_turn
+    for k in (last_turn, SNAPSHOT_EVERY + 1, last_turn + per_turn, len(original)):
+        fork = f"f{k}"
+        await saver.fork("t", str(k), fork)
+        listed = await saver.list(fork)
+        assert [c.state for c in listed] == [c.state for c in original[:k]]
+        for checkpoint in listed[-3:]:
+            assert checkpoint.checkpoint_id is not None
+            assert await saver.get(fork, checkpoint.checkpoint_id) == checkpoint
+        at = original[k - 1]
+        if at.next == "end":
+            await turn_agent(k).invoke("once more", RunnableConfig(thread_id=fork))
+            own = per_turn
+        else:  # in the middle of a turn: the model's last answer is still to come
+            await turn_agent(k, first=1).invoke(None, RunnableConfig(thread_id=fork))
+            own = -k % per_turn
+        last = await saver.get(fork)
+        assert last is not None and last.next == "end"
+        assert last.state["messages"][-2].responses[0].response_data == "ab" * 1024
+        assert len(await saver.list(fork)) == k + own
+        assert (await saver.statistics(fork)).checkpoints == own
+
+
+async def test_an_edit_that_cannot_be_stored_leaves_no_fork(saver: Any) -> None:
+    """When the edited checkpoint cannot be stored (a state value no checkpoint can
+    keep: ``TypeError`` from SQLite and PostgreSQL), the fork made for it is deleted
+    again: no thread is left without its edit, and the parent can be deleted."""
+    if isinstance(saver, MemorySaver):
+        pytest.skip("MemorySaver keeps any value")
+    await agent_on(saver, [AssistantMessage("done")]).invoke("hi", RunnableConfig(thread_id="t"))
+
+    def unstorable(checkpoint: Checkpoint) -> Checkpoint:
+        state = OverAllState(
+            {**checkpoint.state, "lock": object()}, checkpoint.state.key_strategies
+        )
+        return attrs.evolve(checkpoint, state=state)
+
+    with pytest.raises(TypeError):
+        await saver.fork("t", "1", "f", edit=unstorable)
+    assert await saver.get("f") is None
+    assert [i.thread_id for i in await saver.threads(status=None)] == ["t"]
+    await saver.delete("t")
