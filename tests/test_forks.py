@@ -347,6 +347,20 @@ async def test_a_thread_with_forks_is_not_deleted(saver: Any) -> None:
     assert (await saver.statistics()).stored_bytes == 0
 
 
+async def test_a_fork_and_its_parent_going_on_differently_keep_their_own(saver: Any) -> None:
+    """Forked at the parent's latest checkpoint, then both go on with other answers:
+    each reads back its own messages (the fork's are never taken for the parent's at
+    the same positions of the log, nor the other way round)."""
+    await agent_on(saver, [AssistantMessage("one")]).invoke("hi", RunnableConfig(thread_id="t"))
+    await saver.fork("t", "2", "f")
+    for thread in ("f", "t"):
+        answer = AssistantMessage(f"{thread} goes on")
+        await agent_on(saver, [answer]).invoke("more", RunnableConfig(thread_id=thread))
+    for thread in ("t", "f"):
+        texts = [m.text for m in (await saver.list(thread))[-1].state["messages"]]
+        assert texts == ["hi", "one", "more", f"{thread} goes on"]
+
+
 async def test_forks_of_forks_read_through_every_ancestor(saver: Any) -> None:
     """A fork of a fork taken after the fork's own start reads both ancestors; one
     taken at or before it is a fork of the grandparent (so the middle thread can be
@@ -354,10 +368,14 @@ async def test_forks_of_forks_read_through_every_ancestor(saver: Any) -> None:
     stores only its own checkpoints."""
     answers = [asks(("a", "x")), AssistantMessage("one")]
     await agent_on(saver, answers).invoke("hi", RunnableConfig(thread_id="t"))
-    await saver.fork("t", "3", "b")
+    await saver.fork("t", "4", "b")  # after the batch: the model answers next
     await agent_on(saver, [AssistantMessage("b answers")]).invoke(
         None, RunnableConfig(thread_id="b")
     )
+    # Its own answer, where its parent has another: read from its own rows.
+    [*_, answered] = await saver.list("b")
+    assert answered.state["messages"][-1] == AssistantMessage("b answers")
+    assert (await saver.list("t"))[-1].state["messages"][-1] == AssistantMessage("one")
     await agent_on(saver, [asks(("c", "q")), AssistantMessage("b again")]).invoke(
         "more", RunnableConfig(thread_id="b")
     )
@@ -463,13 +481,11 @@ async def test_forks_across_snapshots_and_blobs(saver: Any) -> None:
         assert (await saver.statistics(fork)).checkpoints == own
 
 
-async def test_an_edit_that_cannot_be_stored_leaves_no_fork(saver: Any) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])  # (MemorySaver keeps any value)
+async def test_an_edit_that_cannot_be_stored_leaves_no_fork(kind: str, tmp_path: Path) -> None:
     """When the edited checkpoint cannot be stored (a state value no checkpoint can
     keep: ``TypeError`` from SQLite and PostgreSQL), the fork made for it is deleted
     again: no thread is left without its edit, and the parent can be deleted."""
-    if isinstance(saver, MemorySaver):
-        pytest.skip("MemorySaver keeps any value")
-    await agent_on(saver, [AssistantMessage("done")]).invoke("hi", RunnableConfig(thread_id="t"))
 
     def unstorable(checkpoint: Checkpoint) -> Checkpoint:
         state = OverAllState(
@@ -477,8 +493,11 @@ async def test_an_edit_that_cannot_be_stored_leaves_no_fork(saver: Any) -> None:
         )
         return attrs.evolve(checkpoint, state=state)
 
-    with pytest.raises(TypeError):
-        await saver.fork("t", "1", "f", edit=unstorable)
-    assert await saver.get("f") is None
-    assert [i.thread_id for i in await saver.threads(status=None)] == ["t"]
-    await saver.delete("t")
+    async with open_saver(kind, tmp_path) as saver:
+        config = RunnableConfig(thread_id="t")
+        await agent_on(saver, [AssistantMessage("done")]).invoke("hi", config)
+        with pytest.raises(TypeError):
+            await saver.fork("t", "1", "f", edit=unstorable)
+        assert await saver.get("f") is None
+        assert [i.thread_id for i in await saver.threads(status=None)] == ["t"]
+        await saver.delete("t")
