@@ -54,6 +54,7 @@ from ._exceptions import RunCancelled as RunCancelled
 from ._exceptions import SaverError as SaverError
 from ._exceptions import SaverUnavailable as SaverUnavailable
 from ._exceptions import ThreadBusy as ThreadBusy
+from ._exceptions import ThreadHasForks as ThreadHasForks
 from ._exceptions import ToolArgumentError as ToolArgumentError
 from ._exceptions import ToolExecutionError as ToolExecutionError
 from ._handle import EventSource as EventSource
@@ -219,6 +220,7 @@ __all__ = [
     "SystemMessage",
     "TextPart",
     "ThreadBusy",
+    "ThreadHasForks",
     "ThreadInfo",
     "TiktokenCounter",
     "TokenCounter",

@@ -20,7 +20,8 @@
      │    └── LeaseLost            another owner took over the thread of a stalled run
      ├── SaverError                a saver cannot do what it was asked
      │    ├── SaverUnavailable     the checkpoint database cannot be reached, read or written
-     │    └── DamagedThread        a thread's stored checkpoints lack a record they need
+     │    ├── DamagedThread        a thread's stored checkpoints lack a record they need
+     │    └── ThreadHasForks       ``delete`` of a thread other threads were forked from
      ├── MCPError                  an MCP server cannot be reached, or failed (``reactcore.mcp``)
      ├── PayloadMissing            (also LookupError) a payload store lacks what a run refers to
      ├── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
@@ -290,6 +291,23 @@ class DamagedThread(SaverError):
         )
         self.thread_id = thread_id
         self.record = record
+
+
+class ThreadHasForks(SaverError):
+    """Raised by a saver's ``delete`` when threads were forked from the thread
+    (``saver.fork``): a fork reads its parent's history up to where it forked, so the
+    parent is kept, whole, until its forks are deleted. ``thread_id`` is the thread;
+    ``forks`` the threads forked from it (delete those first, or keep the parent).
+    Nothing was deleted."""
+
+    def __init__(self, thread_id: str, forks: Sequence[str]) -> None:
+        names = ", ".join(repr(f) for f in forks)
+        super().__init__(
+            f"thread {thread_id!r} cannot be deleted: the threads {names} were forked from "
+            "it and read its history (delete them first)"
+        )
+        self.thread_id = thread_id
+        self.forks = tuple(forks)
 
 
 class ScriptExhaustedError(ReactcoreError, RuntimeError):

@@ -531,7 +531,7 @@ async def test_sqlite_constructor_does_no_io(tmp_path: Path) -> None:
 
 
 async def test_sqlite_file_layout(tmp_path: Path) -> None:
-    """WAL journal, layout version 3: a record per checkpoint (numbered per thread, the
+    """WAL journal, layout version 5: a record per checkpoint (numbered per thread, the
     first a snapshot), each message once in the log, one row per thread with its latest
     status and its stamp (a random version, new at every write)."""
     path = tmp_path / "cp.db"
@@ -541,7 +541,7 @@ async def test_sqlite_file_layout(tmp_path: Path) -> None:
         db = sqlite3.connect(path)
         try:
             assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-            assert db.execute("PRAGMA user_version").fetchone() == (4,)
+            assert db.execute("PRAGMA user_version").fetchone() == (5,)
             records = db.execute(
                 "SELECT thread_id, seq, step, run_id, created_at, snapshot, body"
                 " FROM checkpoints ORDER BY seq"
@@ -615,9 +615,9 @@ async def test_sqlite_refuses_a_newer_file_layout(tmp_path: Path) -> None:
     """A file whose layout version is newer than this code knows is not touched."""
     path = tmp_path / "future.db"
     db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 5")
+    db.execute("PRAGMA user_version = 6")
     db.close()
-    with pytest.raises(ValueError, match="layout version 5 is newer"):
+    with pytest.raises(ValueError, match="layout version 6 is newer"):
         async with SqliteSaver(path):
             pass  # pragma: no cover
 

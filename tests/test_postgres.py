@@ -768,7 +768,7 @@ async def test_a_version_1_layout_is_upgraded(schema: str) -> None:
             assert saver._token("old", "new-run") not in (None, token)
     assert lease.lost is None
     assert [c.run_id for c in await saver_list(schema, "old")] == ["new-run"]
-    assert POSTGRES_SCHEMA == 3
+    assert POSTGRES_SCHEMA == 4
 
 
 async def saver_list(schema: str, thread_id: str) -> list[Checkpoint]:

@@ -2,7 +2,9 @@
 session of the test holds a lock that stops one of the two mid-way, the other runs into
 it, then the lock is let go. Whichever goes first, the thread ends whole or gone (never a
 checkpoint record whose segments and messages were deleted under it), and a ``put``
-after a ``delete`` recreates the thread whole."""
+after a ``delete`` recreates the thread whole. A ``fork`` racing a ``delete`` of its
+parent either finds no checkpoint or makes the delete refuse: never a fork without its
+parent."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import pytest
 from reactcore import (
     Checkpoint,
     OverAllState,
+    ThreadHasForks,
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
@@ -77,6 +80,44 @@ async def until(condition: Callable[[], bool]) -> None:
         await anyio.sleep(0.01)
 
 
+Call = tuple[str, Callable[[], Any]]
+
+
+def hold_delete(lock: psycopg.Connection[Any], schema: str) -> None:
+    """Lock a row that a ``delete`` of thread ``t`` must delete: it waits mid-way."""
+    lock.execute(f'SELECT FROM "{schema}".segments WHERE thread_id = %s FOR KEY SHARE', ("t",))
+
+
+async def race(
+    take_lock: Callable[[psycopg.Connection[Any]], Any], held: Call, other: Call
+) -> dict[str, BaseException | None]:
+    """Run ``held`` until it waits for the lock the test took (``take_lock``), then
+    ``other`` until it finishes or waits for ``held``; then let the lock go. What each
+    raised (``None``: nothing), by name."""
+    done: dict[str, BaseException | None] = {}
+
+    async def run(name: str, call: Callable[[], Any]) -> None:
+        try:
+            await call()
+        except Exception as exc:  # reported to the test
+            done[name] = exc
+        else:
+            done[name] = None
+
+    with anyio.fail_after(30), blocker() as lock:
+        holder = lock.info.backend_pid
+        take_lock(lock)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, *held)
+            await until(lambda: bool(blocked_by(holder)))  # held mid-way by the lock
+            [stopped] = blocked_by(holder)
+            tg.start_soon(run, *other)
+            # The other one either finishes, or waits for the one held.
+            await until(lambda: other[0] in done or bool(blocked_by(stopped)))
+            lock.rollback()  # let go
+    return done
+
+
 async def check_whole(saver: PostgresSaver) -> list[Checkpoint]:
     """The thread reads back whole: every checkpoint of ``list``, the latest by ``get``
     and by id, each self-contained."""
@@ -112,41 +153,22 @@ async def test_delete_racing_put_leaves_the_thread_whole_or_gone(
     assert await b.get("t") == checkpoint(3)  # b knows the thread as it is
     following = checkpoint(4, big=True)
     schema = a.schema
-    done: dict[str, BaseException | None] = {}
 
-    async def run(name: str, call: Callable[[], Any]) -> None:
-        try:
-            await call()
-        except Exception as exc:  # reported below
-            done[name] = exc
-        else:
-            done[name] = None
-
-    with anyio.fail_after(30), blocker() as lock:
-        holder = lock.info.backend_pid
-        if first == "delete":  # a row the delete must delete, locked
-            lock.execute(
-                f'SELECT FROM "{schema}".segments WHERE thread_id = %s FOR KEY SHARE', ("t",)
-            )
+    def take_lock(lock: psycopg.Connection[Any]) -> None:
+        if first == "delete":
+            hold_delete(lock, schema)
         else:  # the key of the put's blob, taken
             digest = hashlib.sha256(BIG.encode()).hexdigest()
             lock.execute(
                 f'INSERT INTO "{schema}".blobs (thread_id, hash, body) VALUES (%s, %s, %s)',
                 ("t", digest, json.dumps(BIG)),
             )
-        held, other = (
-            (("delete", lambda: a.delete("t")), ("put", lambda: b.put("t", following)))
-            if first == "delete"
-            else (("put", lambda: b.put("t", following)), ("delete", lambda: a.delete("t")))
-        )
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run, *held)
-            await until(lambda: bool(blocked_by(holder)))  # held mid-way by the lock
-            [stopped] = blocked_by(holder)
-            tg.start_soon(run, *other)
-            # The other one either finishes, or waits for the one held.
-            await until(lambda: other[0] in done or bool(blocked_by(stopped)))
-            lock.rollback()  # let go
+
+    deleting: Call = ("delete", lambda: a.delete("t"))
+    putting: Call = ("put", lambda: b.put("t", following))
+    done = await race(
+        take_lock, *((deleting, putting) if first == "delete" else (putting, deleting))
+    )
     assert done == {"delete": None, "put": None}
     listed = await check_whole(b)
     assert listed in ([], [following])
@@ -167,3 +189,47 @@ async def test_a_put_after_a_delete_recreates_the_thread_whole(
     await b.delete("t")
     await a.put("t", checkpoint(4))
     assert await check_whole(b) == [checkpoint(4)]
+
+
+@pytest.mark.parametrize("first", ["delete", "fork"])
+async def test_delete_racing_fork_leaves_no_fork_without_its_parent(
+    savers: tuple[PostgresSaver, PostgresSaver], first: str
+) -> None:
+    """``delete`` of a thread on one replica and ``fork`` of it on another, each stopped
+    mid-way by a lock the test holds while the other runs into it.
+
+    ``first="delete"``: the delete is held (a row of the thread's log locked) after it
+    locked the thread and found no fork; the fork waits for the thread's row, then finds
+    no checkpoint (``ValueError``), and stores nothing. ``first="fork"``: the fork is
+    held (its ``forks`` key taken by an uncommitted insert) after it locked the parent;
+    the delete waits, then finds the fork (``ThreadHasForks``), and deletes nothing."""
+    a, b = savers
+    for steps in range(1, 4):
+        await a.put("t", checkpoint(steps))
+    schema = a.schema
+
+    def take_lock(lock: psycopg.Connection[Any]) -> None:
+        if first == "delete":
+            hold_delete(lock, schema)
+        else:  # the key of the fork's row, taken
+            lock.execute(
+                f'INSERT INTO "{schema}".forks (thread_id, parent, seq, segment)'
+                " VALUES (%s, %s, 1, 1)",
+                ("f", "elsewhere"),
+            )
+
+    deleting: Call = ("delete", lambda: a.delete("t"))
+    forking: Call = ("fork", lambda: b.fork("t", "2", "f"))
+    done = await race(
+        take_lock, *((deleting, forking) if first == "delete" else (forking, deleting))
+    )
+    if first == "delete":
+        assert done["delete"] is None
+        assert isinstance(done["fork"], ValueError)
+        assert "names no checkpoint" in str(done["fork"])
+        assert await b.list("t") == [] and await b.get("f") is None
+        assert await b.threads(status=None) == []
+    else:
+        assert done["fork"] is None
+        assert isinstance(done["delete"], ThreadHasForks) and done["delete"].forks == ("f",)
+        assert [c.state for c in await b.list("f")] == [c.state for c in (await a.list("t"))[:2]]

@@ -394,19 +394,32 @@ async def check_fixture(saver: Any, with_parts: bool) -> None:
 async def test_sqlite_files_of_earlier_layouts_are_upgraded(
     tmp_path: Path, name: str, with_parts: bool
 ) -> None:
-    """A file written by the release of SQLite layout 1 (and of 2) opens in layout 4:
+    """A file written by the release of SQLite layout 1 (and of 2) opens in layout 5:
     each checkpoint converted into the log, exactly as it was; the rows of whole
-    checkpoints gone; cancel requests name their run; the file smaller for it, and
-    reopened as it is."""
+    checkpoints gone; cancel requests name their run; forks kept; the file smaller for
+    it, and reopened as it is."""
     path = tmp_path / "old.db"
     shutil.copy(FIXTURES / f"saver_sqlite_{name}.db", path)
     async with SqliteSaver(path) as saver:
         await check_fixture(saver, with_parts)
+        await saver.fork("chat", "1", "chat-fork")
+        assert [c.state for c in await saver.list("chat-fork")] == [
+            c.state for c in (await saver.list("chat"))[:1]
+        ]
+        await saver.delete("chat-fork")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (4,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (5,)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         cancels = [r[1] for r in conn.execute("PRAGMA table_info(cancel_requests)")]
-    assert tables == {"checkpoints", "segments", "messages", "blobs", "threads", "cancel_requests"}
+    assert tables == {
+        "checkpoints",
+        "segments",
+        "messages",
+        "blobs",
+        "threads",
+        "cancel_requests",
+        "forks",
+    }
     assert cancels == ["thread_id", "requested_at", "owner"]
     async with SqliteSaver(path) as reopened:
         assert len(await reopened.list("chat")) == 7
@@ -414,8 +427,9 @@ async def test_sqlite_files_of_earlier_layouts_are_upgraded(
 
 async def test_a_postgres_schema_of_layout_2_is_upgraded() -> None:
     """A schema written by the release of PostgreSQL layout 2 (a ``pg_dump`` of it,
-    loaded under a fresh name) opens in layout 3: each checkpoint converted into the
-    log exactly, threads and leases kept, the thread going on."""
+    loaded under a fresh name) is upgraded: each checkpoint converted into the
+    log exactly, threads and leases kept, the thread going on; then in layout 4, with
+    forks."""
     dump = (FIXTURES / "saver_postgres_v2.sql").read_text(encoding="utf-8")
     with pg.fresh_schema() as schema:
         with psycopg.connect(pg.DSN, autocommit=True) as conn:
@@ -424,6 +438,10 @@ async def test_a_postgres_schema_of_layout_2_is_upgraded() -> None:
             await check_fixture(saver, with_parts=True)
             async with saver.claim("pending", owner="run-new"):
                 pass  # the lease table works on
+            await saver.fork("chat", "1", "chat-fork")
+            assert [c.state for c in await saver.list("chat-fork")] == [
+                c.state for c in (await saver.list("chat"))[:1]
+            ]
         with psycopg.connect(pg.DSN) as conn:
             [(version,)] = conn.execute(f'SELECT version FROM "{schema}".meta').fetchall()
             tables = {
@@ -432,8 +450,17 @@ async def test_a_postgres_schema_of_layout_2_is_upgraded() -> None:
                     "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
                 )
             }
-    assert version == 3
-    assert tables == {"checkpoints", "segments", "messages", "blobs", "threads", "leases", "meta"}
+    assert version == 4
+    assert tables == {
+        "checkpoints",
+        "segments",
+        "messages",
+        "blobs",
+        "threads",
+        "leases",
+        "meta",
+        "forks",
+    }
 
 
 # --- writers sharing a store ------------------------------------------------------------

@@ -27,6 +27,11 @@ that no other process wrote meanwhile, and reads the thread again if one did. Th
 still hands every saver the whole checkpoint: a saver of your own with the four methods of
 ``Saver`` keeps working.
 
+**Forks.** ``saver.fork(thread_id, checkpoint_id, new_thread_id)`` starts a thread at
+any checkpoint of another; the fork reads its parent's records and log up to there and
+stores only what it adds (see ``_forks``); ``saver.history(thread_id)`` says what each
+checkpoint's step did. A thread with forks is not deleted (``ThreadHasForks``).
+
 ``PostgresSaver`` needs the ``postgres`` extra; it is imported on first use.
 """
 
@@ -36,6 +41,12 @@ from typing import TYPE_CHECKING, Any
 
 from ._document import dump_checkpoint as dump_checkpoint
 from ._document import load_checkpoint as load_checkpoint
+from ._forks import AddedMessage as AddedMessage
+from ._forks import CallRef as CallRef
+from ._forks import HistoryStep as HistoryStep
+from ._forks import change_arguments as change_arguments
+from ._forks import drop_tool_result as drop_tool_result
+from ._forks import replace_answer as replace_answer
 from ._memory import MemorySaver as MemorySaver
 from ._protocol import Checkpoint as Checkpoint
 from ._protocol import LeasingSaver as LeasingSaver
@@ -50,7 +61,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "POSTGRES_SCHEMA",
+    "AddedMessage",
+    "CallRef",
     "Checkpoint",
+    "HistoryStep",
     "LeasingSaver",
     "MemorySaver",
     "PostgresSaver",
@@ -58,8 +72,11 @@ __all__ = [
     "SaverStatistics",
     "SqliteSaver",
     "ThreadInfo",
+    "change_arguments",
+    "drop_tool_result",
     "dump_checkpoint",
     "load_checkpoint",
+    "replace_answer",
 ]
 
 

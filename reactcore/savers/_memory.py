@@ -13,11 +13,12 @@ import anyio.lowlevel
 import attrs
 
 from .._config import check_thread_id
-from .._exceptions import DamagedThread
+from .._exceptions import DamagedThread, ThreadHasForks
 from .._messages import Message
 from .._state import OverAllState
 from ._codec import JsonCodec, message_text, record_text, text_size
 from ._document import dump_fields, same_value
+from ._forks import ForkingMethods, taken
 from ._leases import Lease, LocalLeases
 from ._log import (
     Head,
@@ -68,55 +69,99 @@ class _ObjectCodec:
         return stored.value
 
     def checkpoint(self, thread_id: str, record: Record, state: OverAllState) -> Checkpoint:
-        fields: Checkpoint = record.fields
-        return attrs.evolve(fields, state=state, checkpoint_id=str(record.seq))
+        fields: Checkpoint = record.fields  # (a fork reads its parent's: its own id)
+        return attrs.evolve(fields, thread_id=thread_id, state=state, checkpoint_id=str(record.seq))
 
 
 _CODEC = _ObjectCodec()
 _JSON = JsonCodec()
 
 
+@attrs.frozen
+class _Origin:
+    """Where a fork starts: its parent thread, the parent's record ``seq`` it goes on
+    from, and the last ``segment`` of the parent's log it reads."""
+
+    parent: _Thread
+    seq: int
+    segment: int
+
+
 @attrs.define(eq=False)
 class _Thread:
     """One thread: its records, its message log, the writer's head, and its latest
-    checkpoint (as put, with its id)."""
+    checkpoint (as put, with its id); for a fork, where it starts (its own records and
+    messages are those it added)."""
 
     thread_id: str
     head: Head = attrs.field(factory=Head)
     records: builtins.list[Record] = attrs.field(factory=list)
     messages: dict[tuple[int, int], Message] = attrs.field(factory=dict)
     latest: Checkpoint | None = None
+    origin: _Origin | None = None
 
     def replay(self) -> Replay:
         return Replay(self.thread_id, _CODEC, self.head.segments, self._message_at)
 
     def _message_at(self, segment: int, position: int) -> Message:
         message = self.messages.get((segment, position))
+        origin = self.origin
+        if message is None and origin is not None and segment <= origin.segment:
+            return origin.parent._message_at(segment, position)
         if message is None:
             raise DamagedThread(self.thread_id, f"message {position} of segment {segment}")
         return message
 
-    def at(self, seq: int) -> Checkpoint | None:
-        """The checkpoint of record ``seq`` (rebuilt from its snapshot on)."""
-        if not 1 <= seq <= self.head.seq:
-            return None
-        upto = [r for r in self.records if r.seq <= seq]
+    def upto(self, seq: int) -> builtins.list[Record]:
+        """The records of checkpoints 1 .. ``seq`` (a fork's: its parent's, then its own)."""
+        own = [r for r in self.records if r.seq <= seq]
+        if self.origin is None:
+            return own
+        return self.origin.parent.upto(min(seq, self.origin.seq)) + own
+
+    def replay_to(self, seq: int) -> Replay:
+        """A replay that applied the records up to ``seq`` (from its snapshot on)."""
+        upto = self.upto(seq)
         start = max((r.seq for r in upto if r.snapshot), default=snapshot_of(seq))
         chosen = [r for r in upto if r.seq >= start]
         check_records(self.thread_id, chosen, start, seq)
         replaying = self.replay()
         for record in chosen:
             replaying.apply(record)
-        return replaying.checkpoint()
+        return replaying
+
+    def at(self, seq: int) -> Checkpoint | None:
+        """The checkpoint of record ``seq`` (rebuilt from its snapshot on)."""
+        if not 1 <= seq <= self.head.seq:
+            return None
+        return self.replay_to(seq).checkpoint()
 
     def every(self) -> builtins.list[Checkpoint]:
         """Every checkpoint, oldest first (each rebuilt)."""
-        check_records(self.thread_id, self.records, 1, self.head.seq)
+        records = self.upto(self.head.seq)
+        check_records(self.thread_id, records, 1, self.head.seq)
         replaying, every = self.replay(), []
-        for record in self.records:
+        for record in records:
             replaying.apply(record)
             every.append(replaying.checkpoint())
         return every
+
+    def fork(self, seq: int, new_thread_id: str) -> _Thread | None:
+        """A new thread forked from this one at record ``seq`` (``None``: no such
+        record); forked from this one's parent when ``seq`` is at or before this one's
+        own start."""
+        if self.origin is not None and seq <= self.origin.seq:
+            return self.origin.parent.fork(seq, new_thread_id)
+        if not 1 <= seq <= self.head.seq:
+            return None
+        replaying = self.replay_to(seq)
+        parent = replaying.checkpoint()
+        head = replaying.head()
+        for segment in head.segments.values():
+            segment.end = None  # the fork appends to segments of its own only
+        origin = _Origin(self, seq, max(head.segments, default=0))
+        latest = attrs.evolve(parent, thread_id=new_thread_id)
+        return _Thread(new_thread_id, head, latest=latest, origin=origin)
 
     def as_text(self) -> tuple[int, int]:
         """The bytes this thread's records, messages and blobs take in ``SqliteSaver``,
@@ -146,7 +191,7 @@ def _as_json(record: Record) -> Record:
 
 
 @attrs.define(eq=False)
-class MemorySaver:
+class MemorySaver(ForkingMethods):
     """Keeps every checkpoint of every thread in memory, in the layout of every saver
     (see ``reactcore.savers``): each thread's messages in an append-only log, each
     checkpoint a record of what changed. Nothing is serialised: the log and the records
@@ -233,11 +278,39 @@ class MemorySaver:
             self._threads[thread_id] = stored
 
     async def delete(self, thread_id: str) -> None:
-        """Forget ``thread_id``."""
+        """Forget ``thread_id`` (``ThreadHasForks``, and nothing deleted, while threads
+        forked from it remain)."""
         check_thread_id(thread_id)
         await anyio.lowlevel.checkpoint()
         with self._lock:
+            stored = self._threads.get(thread_id)
+            forks = sorted(
+                name
+                for name, t in self._threads.items()
+                if stored is not None and t.origin is not None and t.origin.parent is stored
+            )
+            if forks:
+                raise ThreadHasForks(thread_id, forks)
             self._threads.pop(thread_id, None)
+
+    async def _make_fork(
+        self, thread_id: str, checkpoint_id: str, new_thread_id: str
+    ) -> Checkpoint:
+        await anyio.lowlevel.checkpoint()
+        with self._lock:
+            if new_thread_id in self._threads:
+                raise ValueError(taken(new_thread_id))
+            stored = self._threads.get(thread_id)
+            seq = seq_of(checkpoint_id)
+            made = None if stored is None or seq is None else stored.fork(seq, new_thread_id)
+            if made is None:
+                raise ValueError(
+                    f"checkpoint_id {checkpoint_id!r} names no checkpoint of thread "
+                    f"{thread_id!r} (the ids of saver.list or saver.history)"
+                )
+            self._threads[new_thread_id] = made
+            assert made.latest is not None
+            return made.latest
 
     async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
         """Every checkpoint of ``thread_id``, oldest first (a new list)."""

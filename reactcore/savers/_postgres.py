@@ -305,6 +305,9 @@ class PostgresSaver(TableSaver):
                     conn.execute(sql.SQL(statement).format(**names))
                 if target == 3:
                     self._migrate_to_3(conn)
+                if target == 4:
+                    for statement in self._dialect.fork_tables():
+                        conn.execute(sql.SQL(statement))
             if row is None:
                 conn.execute(self._sql["insert_version"], (POSTGRES_SCHEMA,))
             else:

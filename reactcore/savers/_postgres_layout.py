@@ -11,7 +11,7 @@ import attrs
 import psycopg
 from psycopg import sql
 
-from ._sql import Dialect, Write, old_table_statements
+from ._sql import CHECK_FORKS, Dialect, Write, old_table_statements
 
 _MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     (
@@ -46,9 +46,11 @@ _MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         "ALTER INDEX {s}.checkpoints_pkey RENAME TO checkpoints_whole_pkey",
         "ALTER INDEX {s}.checkpoints_thread_id RENAME TO checkpoints_whole_thread_id",
     ),
+    # Version 4: forks (``saver.fork``): the table of ``Dialect.fork_tables``.
+    (),
 )
 """``_MIGRATIONS[n]``: the statements bringing the layout from version ``n`` to ``n + 1``
-(then, for version 3, ``_migrate_to_3``)."""
+(then, for version 3, ``_migrate_to_3``; for version 4, the tables of forks)."""
 
 POSTGRES_SCHEMA = len(_MIGRATIONS)
 """The version of the PostgreSQL layout (in ``<schema>.meta``); 0 is a new schema."""
@@ -106,17 +108,20 @@ stored already (the first attempt of a retried ``put`` got through)."""
 
 _FORGET = {
     "lock_thread": "SELECT FROM {s}threads WHERE thread_id = :thread FOR UPDATE",
+    CHECK_FORKS: "",
     "delete_thread": "WITH c AS (DELETE FROM {s}checkpoints WHERE thread_id = :thread),"
     " g AS (DELETE FROM {s}segments WHERE thread_id = :thread),"
     " m AS (DELETE FROM {s}messages WHERE thread_id = :thread),"
-    " b AS (DELETE FROM {s}blobs WHERE thread_id = :thread)"
+    " b AS (DELETE FROM {s}blobs WHERE thread_id = :thread),"
+    " f AS (DELETE FROM {s}forks WHERE thread_id = :thread)"
     " DELETE FROM {s}threads WHERE thread_id = :thread",
 }
 """``delete`` in PostgreSQL: the thread's row locked first (a ``put`` of the thread that
 holds it commits before; one that comes after waits, then finds the thread gone and
-stores its checkpoint whole, as a new thread), then every row of the thread in one
-statement (one snapshot: a thread's first ``put``, which has no row to lock, is deleted
-whole or left whole)."""
+stores its checkpoint whole, as a new thread; a ``fork`` of it, which holds it ``FOR
+SHARE``, commits before, and is found), then its forks looked for (``ThreadHasForks``:
+nothing deleted), then every row of the thread in one statement (one snapshot: a
+thread's first ``put``, which has no row to lock, is deleted whole or left whole)."""
 
 FORGET = tuple(_FORGET)
 
@@ -146,7 +151,8 @@ def _dialect_statements(dialect: Dialect) -> dict[str, str]:
     put = {
         "put": _PUT.replace("{claim}", _MINE),
         "put_unclaimed": _PUT.replace("{claim}", _FREE),
-        **_FORGET,
+        **{name: text for name, text in _FORGET.items() if text},
+        "lock_parent": "SELECT 1 FROM {s}threads WHERE thread_id = :thread FOR SHARE",
         **old_table_statements(_OLD),
     }
     return {**dialect.statements(), **{k: dialect.sql(v) for k, v in put.items()}}

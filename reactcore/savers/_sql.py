@@ -1,6 +1,7 @@
 """What ``SqliteSaver`` and ``PostgresSaver`` share: the tables of the layout, the
-statements (written once, with the dialects' differences filled in), reading a thread
-back, the rows one checkpoint adds, and the upgrade of a layout of whole checkpoints.
+statements (written once, with the dialects' differences filled in), the rows one
+checkpoint adds, forks, and the upgrade of a layout of whole checkpoints; reading a
+thread back is ``_sql_rows``.
 
 Tables (``<schema>.`` in front, in PostgreSQL)::
 
@@ -9,6 +10,12 @@ Tables (``<schema>.`` in front, in PostgreSQL)::
     messages    (thread_id, segment, position, body)                        -- the log
     blobs       (thread_id, hash, body)                                     -- large texts
     threads     (thread_id, status, run_id, step, updated_at, stamp)        -- for threads()
+    forks       (thread_id, parent, seq, segment)                           -- a fork's origin
+
+A fork (``saver.fork``) has a ``forks`` row naming its parent thread, the record ``seq``
+it starts after and the last ``segment`` of the parent's log it may read: reading it
+reads the parent's records up to ``seq`` and segments up to ``segment`` (and so on up
+its parent's own origin), then its own rows, which hold only what it added.
 
 The latest checkpoint of a thread is its record of highest ``seq``, read through the
 primary key ``(thread_id, seq)`` and a partial index on its snapshots.
@@ -22,7 +29,7 @@ import re
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -30,37 +37,13 @@ import anyio.to_thread
 import attrs
 
 from .._config import check_thread_id
-from .._exceptions import DamagedThread, ThreadBusy
-from .._messages import Message
-from ._codec import (
-    JsonCodec,
-    blob_refs,
-    load_stored_message,
-    message_text,
-    parse_record,
-    record_text,
-)
+from .._exceptions import ThreadBusy, ThreadHasForks
+from ._codec import message_text, record_text
 from ._document import load_checkpoint
-from ._log import (
-    Delta,
-    Head,
-    Record,
-    Replay,
-    Segment,
-    chain,
-    check_records,
-    encode,
-    latest_of,
-    pointers,
-    seq_of,
-    snapshot_of,
-)
+from ._forks import ForkingMethods, taken
+from ._log import Delta, Head, encode, latest_of, seq_of
 from ._protocol import Checkpoint, SaverStatistics, ThreadInfo, ThreadStatus, _info, _page
-
-CODEC = JsonCodec()
-
-Fetch = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
-"""Runs the named statement (``STATEMENTS``) with its parameters; the rows."""
+from ._sql_rows import CODEC, Fetch, Rows, every, fetch_rows, latest, stamp_of
 
 _TABLES: tuple[str, ...] = (
     "ALTER TABLE {s}threads ADD COLUMN stamp text",
@@ -95,6 +78,16 @@ _TABLES: tuple[str, ...] = (
 """The tables of the layout of message logs (created by the upgrade to it), and the
 thread's ``stamp``: a random version, new at every write."""
 
+_FORK_TABLES: tuple[str, ...] = (
+    """CREATE TABLE {s}forks (
+        thread_id text {collate} NOT NULL PRIMARY KEY,
+        parent text {collate} NOT NULL,
+        seq integer NOT NULL,
+        segment integer NOT NULL)""",
+    "CREATE INDEX forks_parent ON {s}forks (parent, thread_id)",
+)
+"""The table of forks (created by the upgrade that brought forks)."""
+
 _RECORDS = "SELECT seq, snapshot, body FROM {s}checkpoints WHERE thread_id = :thread"
 _FROM_SNAPSHOT = (
     " AND seq >= (SELECT seq FROM {s}checkpoints WHERE thread_id = :thread AND snapshot"
@@ -110,7 +103,12 @@ STATEMENTS: dict[str, str] = {
     "messages": "SELECT segment, position, body FROM {s}messages"
     " WHERE thread_id = :thread AND segment {in:segments}",
     "blobs": "SELECT hash, body FROM {s}blobs WHERE thread_id = :thread AND hash {in:hashes}",
+    "range": _RECORDS + " AND seq > :after AND seq <= :upto ORDER BY seq",
     "last_seq": "SELECT max(seq) FROM {s}checkpoints WHERE thread_id = :thread",
+    "fork_of": "SELECT parent, seq, segment FROM {s}forks WHERE thread_id = :thread",
+    "forks_of": "SELECT thread_id FROM {s}forks WHERE parent = :thread ORDER BY thread_id",
+    # (PostgreSQL: the parent's row locked against a ``delete`` until the fork is stored)
+    "lock_parent": "SELECT 1 FROM {s}threads WHERE thread_id = :thread",
     "stamp": "SELECT stamp FROM {s}threads WHERE thread_id = :thread",
     "threads": "SELECT thread_id, status, run_id, step, updated_at FROM {s}threads"
     " WHERE (CAST(:status AS text) IS NULL OR status = :status)"
@@ -126,6 +124,11 @@ STATEMENTS: dict[str, str] = {
     "insert_checkpoint": "INSERT INTO {s}checkpoints"
     " (thread_id, seq, step, run_id, created_at, snapshot, body)"
     " VALUES (:thread, :seq, :step, :run, :at, :snapshot, :body)",
+    "insert_fork": "INSERT INTO {s}forks (thread_id, parent, seq, segment)"
+    " VALUES (:thread, :parent, :seq, :segment) ON CONFLICT DO NOTHING RETURNING thread_id",
+    "insert_thread": "INSERT INTO {s}threads (thread_id, status, run_id, step, updated_at, stamp)"
+    " VALUES (:thread, :status, :run, :step, :at, :stamp) ON CONFLICT DO NOTHING"
+    " RETURNING thread_id",
     "upsert_thread": "INSERT INTO {s}threads (thread_id, status, run_id, step, updated_at, stamp)"
     " VALUES (:thread, :status, :run, :step, :at, :stamp)"
     " ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, run_id = excluded.run_id,"
@@ -140,13 +143,19 @@ STATEMENTS: dict[str, str] = {
     " WHERE CAST(:thread AS text) IS NULL OR thread_id = :thread",
     **{
         f"delete_{table}": f"DELETE FROM {{s}}{table} WHERE thread_id = :thread"
-        for table in ("checkpoints", "segments", "messages", "blobs", "threads")
+        for table in ("checkpoints", "segments", "messages", "blobs", "threads", "forks")
     },
 }
 
-FORGET = tuple(f"delete_{t}" for t in ("checkpoints", "segments", "messages", "blobs", "threads"))
+CHECK_FORKS = "forks_of"
+"""In ``delete``'s statements: refuse to delete a thread that has forks."""
+
+FORGET = (
+    CHECK_FORKS,
+    *(f"delete_{t}" for t in ("checkpoints", "segments", "messages", "blobs", "threads", "forks")),
+)
 """The statements ``delete`` runs, in one transaction (SQLite's: it holds the write lock
-from its first statement, so no write comes between them)."""
+from its first statement, so no write comes between them, nor a fork)."""
 
 
 @attrs.frozen
@@ -180,132 +189,8 @@ class Dialect:
     def tables(self) -> builtins.list[str]:
         return [self.sql(text) for text in _TABLES]
 
-
-# --- reading a thread -------------------------------------------------------------------
-
-
-@attrs.frozen
-class Rows:
-    """What a reader fetched of one thread (in one transaction): its records (the ones
-    asked for, from a snapshot on), segments, and the message rows and blobs they need."""
-
-    records: tuple[Record, ...]
-    segments: Mapping[int, Segment]
-    messages: Mapping[tuple[int, int], str]
-    blobs: Mapping[str, str]
-    stamp: str | None
-
-
-def fetch_rows(
-    fetch: Fetch, dialect: Dialect, thread_id: str, which: str, seq: int | None = None
-) -> Rows | None:
-    """The rows of ``thread_id`` for the statement ``which`` (``latest``, ``upto`` record
-    ``seq``, or every record: ``records``), or ``None`` when it has none.
-
-    Raised: ``DamagedThread`` naming the first row the records need that is missing or
-    unreadable (a record, its snapshot, a segment, a message, a blob): checked here, in
-    the reader's transaction, before anything is decoded."""
-    params = {"thread": thread_id, "seq": seq}
-    records = tuple(_parse_record(thread_id, *row) for row in fetch(which, params))
-    last = records[-1].seq if records else None
-    if last is None or (which == "upto" and last != seq):
-        stored = fetch("last_seq", params)[0][0]  # (not found: is the thread damaged?)
-        if stored is None or (which == "upto" and seq is not None and seq > stored):
-            return None  # no such thread, or no such checkpoint
-        last = int(stored) if which != "upto" else seq
-    assert last is not None
-    if which == "records":
-        first = 1
-    elif records and records[0].snapshot:
-        first = records[0].seq
-    else:
-        first = snapshot_of(last)
-    check_records(thread_id, records, first, last)
-    segments = {
-        int(i): Segment(int(i), None if p is None else int(p), int(b))
-        for i, p, b in fetch("segments", params)
-    }
-    stops: dict[int, int] = {}  # how far into each segment the records read
-    for pointer in pointers(records):
-        for segment_id, _, stop in chain(thread_id, segments, pointer):
-            stops[segment_id] = max(stops.get(segment_id, 0), stop)
-    needed = sorted(stops)
-    rows = fetch("messages", {**params, "segments": dialect.values(needed)}) if needed else ()
-    messages = {(int(g), int(p)): body for g, p, body in rows}
-    for segment_id, stop in stops.items():
-        for position in range(segments[segment_id].base, stop):
-            if (segment_id, position) not in messages:
-                raise DamagedThread(thread_id, f"message {position} of segment {segment_id}")
-    for segment_id, position in messages:
-        known = segments[segment_id]
-        known.end = max(known.end or 0, position + 1)
-    hashes = sorted({h for key, body in messages.items() for h in _blob_refs(thread_id, key, body)})
-    found = fetch("blobs", {**params, "hashes": dialect.values(hashes)}) if hashes else ()
-    blobs: dict[str, str] = {str(h): b for h, b in found}
-    missing = next((h for h in hashes if h not in blobs), None)
-    if missing is not None:
-        raise DamagedThread(thread_id, f"blob {missing}")
-    return Rows(records, segments, messages, blobs, stamp_of(fetch, thread_id))
-
-
-def _blob_refs(thread_id: str, key: tuple[int, int], body: str) -> Iterable[str]:
-    try:
-        return builtins.list(blob_refs(json.loads(body)))
-    except ValueError as exc:
-        where = f"message {key[1]} of segment {key[0]}"
-        raise DamagedThread(thread_id, where, f"cannot be read ({exc})") from exc
-
-
-def _parse_record(thread_id: str, seq: int, snapshot: bool, text: str | bytes) -> Record:
-    try:
-        return parse_record(seq, snapshot, text)
-    except ValueError as exc:
-        raise DamagedThread(
-            thread_id, f"checkpoint record {seq}", f"cannot be read ({exc})"
-        ) from exc
-
-
-def stamp_of(fetch: Fetch, thread_id: str) -> str | None:
-    """The thread's stamp (``None``: no thread, or one stored by an older layout)."""
-    rows = fetch("stamp", {"thread": thread_id})
-    return None if not rows or rows[0][0] is None else str(rows[0][0])
-
-
-def replay(thread_id: str, rows: Rows) -> Replay:
-    """A replay of ``rows``, its messages decoded as they are read (each once)."""
-    decoded: dict[tuple[int, int], Message] = {}
-
-    def message_at(segment: int, position: int) -> Message:
-        key = (segment, position)
-        message = decoded.get(key)
-        if message is None:
-            text = rows.messages.get(key)
-            where = f"message {position} of segment {segment}"
-            if text is None:
-                raise DamagedThread(thread_id, where)
-            try:
-                message = decoded[key] = load_stored_message(text, rows.blobs)
-            except ValueError as exc:
-                raise DamagedThread(thread_id, where, f"cannot be read ({exc})") from exc
-        return message
-
-    return Replay(thread_id, CODEC, rows.segments, message_at)
-
-
-def latest(thread_id: str, rows: Rows) -> tuple[Checkpoint, Head]:
-    """The last checkpoint of ``rows``, and the writer's head after it."""
-    replaying = replay(thread_id, rows)
-    for record in rows.records:
-        replaying.apply(record)
-    return replaying.checkpoint(), replaying.head(rows.stamp)
-
-
-def every(thread_id: str, rows: Rows) -> Iterator[Checkpoint]:
-    """Every checkpoint of ``rows`` (from its first record, a snapshot), in order."""
-    replaying = replay(thread_id, rows)
-    for record in rows.records:
-        replaying.apply(record)
-        yield replaying.checkpoint()
+    def fork_tables(self) -> builtins.list[str]:
+        return [self.sql(text) for text in _FORK_TABLES]
 
 
 # --- writing a checkpoint ---------------------------------------------------------------
@@ -571,10 +456,65 @@ class Tables:
 
         def forget(conn: Connection) -> None:
             for name in self.forget:
-                conn.run(name, params)
+                if name != CHECK_FORKS:
+                    conn.run(name, params)
+                elif forks := conn.fetch(name, params[0]):
+                    raise ThreadHasForks(thread_id, [str(row[0]) for row in forks])
 
         self.forget_head(thread_id)
         self.transact(forget, True)
+
+    def fork(self, thread_id: str, checkpoint_id: str, new_thread_id: str) -> Checkpoint:
+        """Make ``new_thread_id`` a fork of ``thread_id`` at ``checkpoint_id``: its
+        ``forks`` row and its ``threads`` row, in one transaction; its checkpoint.
+
+        A fork taken at or before where its parent itself forked is a fork of the
+        parent's parent (and so on): a thread depends only on the threads it needs.
+        In PostgreSQL, the parent's row is locked (``FOR SHARE``) first, so a ``delete``
+        of it either comes before (the fork finds no checkpoint) or after (and finds the
+        fork). Raised: ``ValueError`` when ``new_thread_id`` holds a thread already, or
+        ``checkpoint_id`` names no checkpoint of ``thread_id``."""
+        seq = seq_of(checkpoint_id)
+
+        def create(conn: Connection) -> Checkpoint:
+            new = {"thread": new_thread_id}
+            exists = conn.fetch("stamp", new) or conn.fetch("fork_of", new)
+            if exists or conn.fetch("last_seq", new)[0][0] is not None:
+                raise ValueError(taken(new_thread_id))
+            parent = thread_id
+            conn.fetch("lock_parent", {"thread": parent})
+            while seq is not None and (origin := conn.fetch("fork_of", {"thread": parent})):
+                if seq > int(origin[0][1]):
+                    break
+                parent = str(origin[0][0])
+                conn.fetch("lock_parent", {"thread": parent})
+            rows = fetch_rows(conn.fetch, self.dialect, parent, "upto", seq) if seq else None
+            if rows is None:
+                raise ValueError(
+                    f"checkpoint_id {checkpoint_id!r} names no checkpoint of thread "
+                    f"{thread_id!r} (the ids of saver.list or saver.history)"
+                )
+            checkpoint = attrs.evolve(latest(parent, rows)[0], thread_id=new_thread_id)
+            info = _info(checkpoint)
+            fork = {"thread": new_thread_id, "parent": parent, "seq": seq}
+            thread = {
+                "thread": new_thread_id,
+                "status": info.status,
+                "run": info.run_id,
+                "step": info.step,
+                "at": info.updated_at,
+                "stamp": uuid.uuid4().hex,
+            }
+            segment = max(rows.segments, default=0)
+            if not conn.fetch("insert_fork", {**fork, "segment": segment}) or not conn.fetch(
+                "insert_thread", thread
+            ):
+                raise ValueError(taken(new_thread_id))  # (made meanwhile, in PostgreSQL)
+            return checkpoint
+
+        self.forget_head(new_thread_id)
+        made: Checkpoint = self.transact(create, True)
+        return made
 
     def threads(
         self, status: ThreadStatus | None, after: str | None, limit: int
@@ -591,7 +531,7 @@ class Tables:
         return counted
 
 
-class TableSaver:
+class TableSaver(ForkingMethods):
     """The methods of ``SqliteSaver`` and ``PostgresSaver`` that only read or forget
     (each a call of their ``Tables`` in a worker thread); writing (``put``) and claiming
     are each saver's own. Raised by every method: ``ValueError`` when a thread id breaks
@@ -611,9 +551,17 @@ class TableSaver:
         return await anyio.to_thread.run_sync(self._tables.list, thread_id)
 
     async def delete(self, thread_id: str) -> None:
-        """Forget ``thread_id``."""
+        """Forget ``thread_id`` (``ThreadHasForks``, and nothing deleted, while threads
+        forked from it remain)."""
         check_thread_id(thread_id)
         await anyio.to_thread.run_sync(self._tables.delete, thread_id)
+
+    async def _make_fork(
+        self, thread_id: str, checkpoint_id: str, new_thread_id: str
+    ) -> Checkpoint:
+        return await anyio.to_thread.run_sync(
+            self._tables.fork, thread_id, checkpoint_id, new_thread_id
+        )
 
     async def threads(
         self,

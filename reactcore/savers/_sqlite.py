@@ -127,11 +127,18 @@ def _migrate_to_4(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE cancel_requests ADD COLUMN owner TEXT")
 
 
+def _migrate_to_5(conn: sqlite3.Connection) -> None:
+    """Version 5: forks (``saver.fork``): the table naming each fork's origin."""
+    for statement in DIALECT.fork_tables():
+        conn.execute(statement)
+
+
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
     _migrate_to_3,
     _migrate_to_4,
+    _migrate_to_5,
 )
 """``_MIGRATIONS[n]`` brings a file from layout version ``n`` to ``n + 1``."""
 
