@@ -94,6 +94,11 @@ def _api_key(value: str | None, model: Any) -> str | None:
     return from_env(value, variables)
 
 
+def _key_or_token(model: HTTPModel, attribute: Any, value: str | None) -> None:
+    if value is not None and model.token_provider is not None:
+        raise ValueError("pass api_key= or token_provider=, not both")
+
+
 def _only_hostable(model: HTTPModel, attribute: Any, value: Host | None) -> None:
     if value is not None and not model.hostable:
         raise TypeError(f"{type(model).__name__} takes no host= (its API has one home)")
@@ -153,9 +158,7 @@ class HTTPModel:
 
     model: str = attrs.field(validator=MODEL_NAME)
     # ``host`` and ``token_provider`` come first: ``base_url`` and ``api_key`` read them.
-    host: Host | None = attrs.field(
-        default=None, kw_only=True, validator=[HOST, _only_hostable]
-    )
+    host: Host | None = attrs.field(default=None, kw_only=True, validator=[HOST, _only_hostable])
     token_provider: TokenProvider | None = attrs.field(
         default=None, kw_only=True, validator=TOKEN_PROVIDER
     )
@@ -170,7 +173,7 @@ class HTTPModel:
         converter=attrs.Converter(_api_key, takes_self=True),  # type: ignore[misc]
         kw_only=True,
         repr=False,
-        validator=KEY,
+        validator=[KEY, _key_or_token],
     )
     timeout: httpx.Timeout = attrs.field(
         default=DEFAULT_TIMEOUT, converter=as_timeout, kw_only=True, validator=TIMEOUT
@@ -203,14 +206,14 @@ class HTTPModel:
 
     async def call(self, request: ModelRequest) -> ModelResponse:
         """The model's whole answer to ``request`` (retried as the shared layer says)."""
-        endpoint = await self._endpoint(request, stream=False)
+        endpoint = self._endpoint(request, stream=False)
         body = self._body(request, stream=False)
         return await endpoint.call(body, request.context, self._parse)
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelChunk]]:
         """The model's answer as chunks; the response is closed when the block ends."""
-        endpoint = await self._endpoint(request, stream=True)
+        endpoint = self._endpoint(request, stream=True)
         body = self._body(request, stream=True)
         async with endpoint.stream(body, request.context, self._events) as chunks:
             yield chunks
@@ -239,15 +242,18 @@ class HTTPModel:
                 f"or pass api_key={token}"
             )
 
-    async def _endpoint(self, request: ModelRequest, *, stream: bool) -> Endpoint:
-        """Where ``request`` goes, with the credentials of this request (a token provider
-        is asked afresh for each, as the official SDKs ask it)."""
+    async def _token_headers(self) -> tuple[dict[str, str], str]:
+        """A fresh token from ``token_provider`` and the headers carrying it."""
+        assert self.token_provider is not None
+        token = await fetch_token(self.token_provider)
+        return {**self._auth_headers(token), **self.headers}, token
+
+    def _endpoint(self, request: ModelRequest, *, stream: bool) -> Endpoint:
+        """Where ``request`` goes and with which credentials (a token provider is asked
+        afresh before each attempt, as the official SDKs ask it)."""
         self._check_credentials()
-        if self.token_provider is not None:
-            secret: str | None = await fetch_token(self.token_provider)
-        else:
-            secret = self.api_key
-        headers = {**self._headers(), **self._auth_headers(secret), **self.headers}
+        credentials = None if self.token_provider is None else self._token_headers
+        headers = {**self._headers(), **self._auth_headers(self.api_key), **self.headers}
         return Endpoint(
             self._client,
             self._url(request, stream=stream),
@@ -256,7 +262,8 @@ class HTTPModel:
             max_retries=self.max_retries,
             retry_backoff=self.retry_backoff,
             retry_after_cap=self.retry_after_cap,
-            secret=secret,
+            secret=self.api_key,
+            credentials=credentials,
             request_id_header=self.request_id_header,
             retry_hint=self._retry_hint,
         )

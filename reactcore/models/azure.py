@@ -49,8 +49,6 @@ def azure_model(
 
     Raises ``ValueError`` when both ``api_key`` and ``token_provider`` are given.
     """
-    if api_key is not None and token_provider is not None:
-        raise ValueError("pass api_key= or token_provider=, not both")
     version = api_version if api_version is not None else os.environ.get("OPENAI_API_VERSION")
     host = azure_host(None if not version or version == V1 else version)
     cls: type[HTTPModel] = OpenAIResponsesModel if responses else OpenAIChatModel
