@@ -24,7 +24,6 @@ from reactcore.models import (
     infer_model,
 )
 from reactcore.testing import (
-    HTTPReply,
     OpenAICompatibleServer,
     ResponsesSSEReply,
     azure_error_reply,
@@ -158,8 +157,6 @@ def test_the_server_refuses_what_azure_refuses(server: Any) -> None:
 
 
 # --- reactcore on Azure ------------------------------------------------------------------
-
-
 
 
 @pytest.mark.anyio
