@@ -307,3 +307,14 @@ def test_only_the_openai_formats_take_a_host() -> None:
     ``TypeError`` naming the class."""
     with pytest.raises(TypeError, match="AnthropicModel"):
         AnthropicModel("claude", host=HOSTS["groq"], api_key="k")
+
+
+def test_the_docs_table_covers_every_provider_string() -> None:
+    """Every string ``known_providers()`` names appears in the provider × feature table
+    of docs/models.md (its rows before the next section)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "models.md").read_text()
+    table = text[text.index("## Providers") : text.index("## The OpenAI-compatible client")]
+    missing = [p for p in known_providers() if f'"{p}:' not in table]
+    assert missing == []
