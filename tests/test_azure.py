@@ -11,6 +11,7 @@ from typing import Any
 
 import openai
 import pytest
+import structlog
 
 from reactcore import AssistantMessage, ReactAgent, tool
 from reactcore._exceptions import ModelHTTPError
@@ -322,7 +323,8 @@ async def test_the_v1_api_and_the_responses_api(server: Any, clean_env: Any) -> 
 @pytest.mark.anyio
 async def test_each_attempt_gets_a_fresh_token_and_every_one_is_redacted(server: Any) -> None:
     """The token provider is asked again before a retry, as the SDK asks it per attempt;
-    an error echoing any token issued during the call has each blanked out."""
+    an error echoing any token issued during the call has each blanked out, and no token
+    is in the retry logs or the model's repr."""
     issued: list[str] = []
 
     def fresh() -> str:
@@ -337,11 +339,15 @@ async def test_each_attempt_gets_a_fresh_token_and_every_one_is_redacted(server:
             azure_error_reply(401, "tokens entra-tok-3 and entra-tok-4 refused"),
         ]
     )
-    async with on(srv, api_key=None, token_provider=fresh) as model:
-        answer = await model.call(ModelRequest([UserMessage("x")]))
-        with pytest.raises(ModelHTTPError) as caught:
-            await model.call(ModelRequest([UserMessage("x")]))
+    with structlog.testing.capture_logs() as logs:
+        async with on(srv, api_key=None, token_provider=fresh) as model:
+            answer = await model.call(ModelRequest([UserMessage("x")]))
+            with pytest.raises(ModelHTTPError) as caught:
+                await model.call(ModelRequest([UserMessage("x")]))
+            assert "entra-tok" not in repr(model)
     assert answer.message.text == "after the retry"
+    assert [e["event"] for e in logs].count("model_request_retry") == 2
+    assert "entra-tok" not in repr(logs)
     assert [h["authorization"] for h in srv.request_headers] == [
         f"Bearer entra-tok-{i}" for i in range(1, 5)
     ]

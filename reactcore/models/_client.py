@@ -137,6 +137,14 @@ class HTTPModel:
     to every request, also through a given ``http_client``. ``max_retries``,
     ``retry_backoff`` (the first pause) and ``retry_after_cap`` shape the shared layer's
     retries (``reactcore.models._http``).
+
+    ``host`` (the OpenAI formats only: ``hostable``) is where the API is served, a preset
+    of ``reactcore.models.HOSTS`` or ``azure_host()``: ``base_url`` and ``api_key`` then
+    come from the host's variables only (never another provider's key), and the host's
+    deviations apply. ``token_provider``, a sync or async callable returning a bearer
+    token (a Microsoft Entra token), replaces the key: it is asked before every attempt
+    and its tokens are kept out of errors as the key is. ``headers`` go on every request
+    (OpenRouter's attribution headers); they are left out of the repr.
     """
 
     provider_name: ClassVar[str]

@@ -432,6 +432,12 @@ class OpenAIChatModel(HTTPModel):
     chooses by ``base_url``: the first for ``api.openai.com``, the second elsewhere
     (``max_tokens_field_for``).
 
+    ``host=`` puts the model on an OpenAI-compatible host (``HOSTS["groq"]`` …) or on Azure
+    (``azure_model``): its URL, key variable and deviations — ``max_tokens_field``,
+    ``send_reasoning`` (DeepSeek), tool-call ids re-keyed to 9 letters and digits on the
+    wire (Mistral) — apply unless set here. Azure's content-filter results are kept on
+    the message (``provider_data["azure"]``), never sent back.
+
     The model owns the HTTP client it makes and closes it in ``aclose()`` (or at the end
     of ``async with``); a given ``http_client`` is left open for its owner.
     """
