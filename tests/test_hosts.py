@@ -318,3 +318,16 @@ def test_the_docs_table_covers_every_provider_string() -> None:
     table = text[text.index("## Providers") : text.index("## The OpenAI-compatible client")]
     missing = [p for p in known_providers() if f'"{p}:' not in table]
     assert missing == []
+
+
+def test_spans_name_the_host_as_the_conventions_do() -> None:
+    """``gen_ai.provider.name`` of a model on a host is the OpenTelemetry conventions' name
+    for it (``mistral_ai``, ``x_ai``, ``groq``), else the host's own name — not
+    ``openai``."""
+    from reactcore.otel import _provider
+
+    names = {"mistral": "mistral_ai", "xai": "x_ai", "groq": "groq", "ollama": "ollama"}
+    for name, expected in names.items():
+        model = OpenAIChatModel("m", host=HOSTS[name], api_key="k")
+        assert _provider(model) == expected
+    assert _provider(OpenAIChatModel("m", api_key="k")) == "openai"

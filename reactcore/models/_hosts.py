@@ -61,7 +61,11 @@ class Host:
     tool_call_ids: ToolCallIds = "any"
     azure: bool = False
     api_version: str | None = None
-    doc: str = attrs.field(default="", eq=False, repr=False)
+    telemetry_name: str = attrs.field(
+        default=attrs.Factory(lambda self: self.name, takes_self=True), eq=False, repr=False
+    )
+    """``gen_ai.provider.name`` in OpenTelemetry spans: the conventions' name for the host
+    (``azure.ai.openai``, ``mistral_ai``, ``x_ai``), else its own name."""
 
     @property
     def key_variables(self) -> tuple[str, ...]:
@@ -96,13 +100,12 @@ def _openai_compatible(
     name: str,
     base_url: str,
     key_variable: str | None,
-    doc: str,
     *,
     base_url_variable: str | None = None,
     **deviations: object,
 ) -> tuple[str, Host]:
     variable = base_url_variable or f"{name.upper()}_BASE_URL"
-    return name, Host(name, base_url, variable, key_variable, doc=doc, **deviations)  # type: ignore[arg-type]
+    return name, Host(name, base_url, variable, key_variable, **deviations)  # type: ignore[arg-type]
 
 
 HOSTS: Mapping[str, Host] = dict(
@@ -111,72 +114,74 @@ HOSTS: Mapping[str, Host] = dict(
             "ollama",
             "http://localhost:11434/v1",
             None,
-            "local, no key",
+            # local, no key
         ),
         _openai_compatible(
             "vllm",
             "http://localhost:8000/v1",
             "VLLM_API_KEY",
-            "local; the key only when the server was started with one",
+            # local; the key only when the server was started with one
             key_required=False,
         ),
         _openai_compatible(
             "lmstudio",
             "http://localhost:1234/v1",
             None,
-            "local, no key",
+            # local, no key
         ),
         _openai_compatible(
             "groq",
             "https://api.groq.com/openai/v1",
             "GROQ_API_KEY",
-            "max_completion_tokens",
+            # max_completion_tokens
             max_tokens_field="max_completion_tokens",
         ),
         _openai_compatible(
             "deepseek",
             "https://api.deepseek.com",
             "DEEPSEEK_API_KEY",
-            "reasoning_content read as reasoning and sent back as reasoning_content",
+            # reasoning_content read as reasoning and sent back as reasoning_content
             send_reasoning=True,
         ),
         _openai_compatible(
             "openrouter",
             "https://openrouter.ai/api/v1",
             "OPENROUTER_API_KEY",
-            "attribution headers (headers=), provider routing (extra_body provider)",
+            # attribution headers (headers=), provider routing (extra_body provider)
         ),
         _openai_compatible(
             "together",
             "https://api.together.xyz/v1",
             "TOGETHER_API_KEY",
-            "max_tokens",
+            # max_tokens
         ),
         _openai_compatible(
             "fireworks",
             "https://api.fireworks.ai/inference/v1",
             "FIREWORKS_API_KEY",
-            "max_tokens",
+            # max_tokens
         ),
         _openai_compatible(
             "mistral",
             "https://api.mistral.ai/v1",
             "MISTRAL_API_KEY",
-            "9-character alphanumeric tool-call ids",
+            # 9-character alphanumeric tool-call ids
             tool_call_ids="alnum9",
+            telemetry_name="mistral_ai",
         ),
         _openai_compatible(
             "xai",
             "https://api.x.ai/v1",
             "XAI_API_KEY",
-            "max_completion_tokens",
+            # max_completion_tokens
             max_tokens_field="max_completion_tokens",
+            telemetry_name="x_ai",
         ),
         _openai_compatible(
             "cerebras",
             "https://api.cerebras.ai/v1",
             "CEREBRAS_API_KEY",
-            "max_completion_tokens",
+            # max_completion_tokens
             max_tokens_field="max_completion_tokens",
         ),
     ]
@@ -197,7 +202,7 @@ def azure_host(api_version: str | None = None) -> Host:
         max_tokens_field="max_completion_tokens",
         azure=True,
         api_version=api_version,
-        doc="deployment URLs with api-version, or the v1 API; api-key or an Entra token",
+        telemetry_name="azure.ai.openai",
     )
 
 
