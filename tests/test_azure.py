@@ -381,3 +381,14 @@ def test_azure_model_takes_a_key_or_a_token_provider_not_both(clean_env: Any) ->
     clean_env.setenv("AZURE_OPENAI_API_KEY", KEY)
     model = azure_model("d", endpoint="https://x", token_provider=lambda: "t")
     assert model.api_key is None
+
+
+def test_redaction_does_not_keep_every_token_it_saw() -> None:
+    """Blanking out a stream of fresh tokens (one per request of a long-lived model) keeps
+    a bounded number of them in the redaction cache, not every one."""
+    from reactcore.models._http import _spellings, redact
+
+    for i in range(200):
+        token = f"entra-token-{i}"
+        assert redact(f"echo {token}", token) == "echo [api key]"
+    assert _spellings.cache_info().currsize <= 64

@@ -465,10 +465,11 @@ async def _unread(response: httpx.Response) -> httpx.Response:
 _REDACTED = "[api key]"
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)
 def _spellings(key: str | None) -> tuple[str, ...]:
     """The ways a body or header may spell ``key``: as is, JSON-escaped (``/`` also as
-    ``\\/``), URL-encoded; longest first."""
+    ``\\/``), URL-encoded; longest first. The cache is bounded: a token provider's tokens
+    change, and the cache must not grow (nor hold every token) with them."""
     if not key:
         return ()
     escaped = json.dumps(key)[1:-1]
