@@ -124,10 +124,15 @@ def _usage_attributes(span: Span, usage: Usage | None) -> None:
 
 
 def _provider(model: Any) -> str:
-    """``gen_ai.provider.name``: the model's ``telemetry_name`` (the conventions' name for
-    its provider), else its ``provider_name`` if it has one; ``openai`` for an
+    """``gen_ai.provider.name``: the name of the host it runs on (``azure.ai.openai``,
+    ``groq`` …), else the model's ``telemetry_name`` (the conventions' name for its
+    provider), else its ``provider_name`` if it has one; ``openai`` for an
     OpenAI-compatible endpoint (as the conventions say for those); else ``_OTHER``."""
-    named = getattr(model, "telemetry_name", None) or getattr(model, "provider_name", None)
+    named = (
+        getattr(getattr(model, "host", None), "telemetry_name", None)
+        or getattr(model, "telemetry_name", None)
+        or getattr(model, "provider_name", None)
+    )
     if isinstance(named, str):
         return named
     return "openai" if isinstance(model, OpenAIChatModel) else "_OTHER"

@@ -1,7 +1,7 @@
 """Public test helpers: a scripted chat model, local OpenAI-compatible, Anthropic,
-OpenAI Responses and Gemini servers, and cassettes that record a run's model traffic and
-tool I/O and replay it offline (``Cassette``, see ``reactcore._cassettes``; the pytest
-fixture is in ``reactcore.pytest_plugin``).
+OpenAI Responses, Gemini and Azure OpenAI servers, and cassettes that record a run's model
+traffic and tool I/O and replay it offline (``Cassette``, see ``reactcore._cassettes``; the
+pytest fixture is in ``reactcore.pytest_plugin``).
 
 ``ScriptedChatModel`` answers from a script, with no network (see its module).
 
@@ -62,6 +62,14 @@ from ._testing_anthropic import anthropic_error_reply as anthropic_error_reply
 from ._testing_anthropic import anthropic_events as anthropic_events
 from ._testing_anthropic import anthropic_message_json as anthropic_message_json
 from ._testing_anthropic import anthropic_message_reply as anthropic_message_reply
+from ._testing_azure import AZURE_ROUTE, azure_refusal
+from ._testing_azure import azure_completion_json as azure_completion_json
+from ._testing_azure import azure_error_reply as azure_error_reply
+from ._testing_azure import azure_events as azure_events
+from ._testing_azure import azure_prompt_filtered_reply as azure_prompt_filtered_reply
+from ._testing_azure import azure_reply as azure_reply
+from ._testing_azure import azure_stream_reply as azure_stream_reply
+from ._testing_azure import filter_results as filter_results
 from ._testing_gemini import GeminiChunk as GeminiChunk
 from ._testing_gemini import GeminiSSEReply as GeminiSSEReply
 from ._testing_gemini import gemini_chunks as gemini_chunks
@@ -108,9 +116,16 @@ __all__ = [
     "anthropic_events",
     "anthropic_message_json",
     "anthropic_message_reply",
+    "azure_completion_json",
+    "azure_error_reply",
+    "azure_events",
+    "azure_prompt_filtered_reply",
+    "azure_reply",
+    "azure_stream_reply",
     "character_usage",
     "chunk_json",
     "completion_json",
+    "filter_results",
     "gemini_chunks",
     "gemini_error_reply",
     "gemini_reply",
@@ -122,6 +137,7 @@ __all__ = [
     "responses_json",
     "responses_reply",
     "serve_anthropic",
+    "serve_azure_openai",
     "serve_gemini",
     "serve_openai_compatible",
     "serve_openai_responses",
@@ -459,6 +475,7 @@ class _App:
     script: Callable[[Any], ServerReply]
     server: OpenAICompatibleServer
     route: str | re.Pattern[str] = "/chat/completions"
+    refuse: Callable[[str, str, Mapping[str, str]], ServerReply | None] | None = None
     ready: threading.Event = attrs.field(factory=threading.Event)
     stopping: anyio.Event | None = None
     token: EventLoopToken | None = None
@@ -505,7 +522,8 @@ class _App:
         self.server.request_paths.append(f"{path}?{query}" if query else path)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         self.server.request_headers.append(headers)
-        await self.script(payload).respond(exchange)
+        refused = None if self.refuse is None else self.refuse(path, query, headers)
+        await (refused or self.script(payload)).respond(exchange)
 
     def stop(self) -> None:
         """End every hanging reply (called from outside the server's thread)."""
@@ -557,6 +575,22 @@ def serve_openai_responses(script: Script) -> Iterator[OpenAICompatibleServer]:
         yield server
 
 
+@contextmanager
+def serve_azure_openai(script: Script) -> Iterator[OpenAICompatibleServer]:
+    """Run a local Azure OpenAI server for the block: chat completions at
+    ``/openai/deployments/{deployment}/chat/completions?api-version=…`` and
+    ``/openai/v1/chat/completions``, the Responses API at ``/openai/responses?api-version=…``
+    and ``/openai/v1/responses``, answering from ``script`` (replies: ``azure_reply``,
+    ``azure_stream_reply`` — whose first chunk has no choices —, ``azure_error_reply``,
+    ``azure_prompt_filtered_reply``, ``ResponsesSSEReply`` …). As Azure, it answers 401 to
+    a request with neither ``api-key`` nor ``Authorization``, and 404 to a versioned route
+    without ``api-version`` (recorded, not given to the script). ``base_url`` is the
+    endpoint, what ``azure_model(endpoint=)`` and the SDK's ``azure_endpoint`` take. It
+    runs as ``serve_openai_compatible`` does."""
+    with _serve(script, "", AZURE_ROUTE, "Azure OpenAI", refuse=azure_refusal) as server:
+        yield server
+
+
 # ``generateContent`` and ``streamGenerateContent`` of any model (or tuned model).
 _GEMINI_ROUTE = re.compile(r"/v1\w*/(?:models|tunedModels)/[^/:]+:(?:stream)?[gG]enerateContent")
 
@@ -577,14 +611,18 @@ def serve_gemini(script: Script) -> Iterator[OpenAICompatibleServer]:
 
 @contextmanager
 def _serve(
-    script: Script, prefix: str, route: str | re.Pattern[str], kind: str
+    script: Script,
+    prefix: str,
+    route: str | re.Pattern[str],
+    kind: str,
+    refuse: Callable[[str, str, Mapping[str, str]], ServerReply | None] | None = None,
 ) -> Iterator[OpenAICompatibleServer]:
     import uvicorn  # a test dependency, not a core one
 
     sock = _listening_socket()
     host, port = sock.getsockname()
     server = OpenAICompatibleServer(f"http://{host}:{port}{prefix}")
-    app = _App(script if callable(script) else _in_order(script), server, route)
+    app = _App(script if callable(script) else _in_order(script), server, route, refuse)
     config = uvicorn.Config(
         app, loop="asyncio", http="h11", ws="none", lifespan="on", log_config=None
     )

@@ -28,7 +28,7 @@ from reactcore import (
     OpenAIChatModel,
     OpenAIResponsesModel,
 )
-from reactcore.models import Usage
+from reactcore.models import Usage, azure_model
 from reactcore.testing import (
     AnthropicSSEReply,
     GeminiSSEReply,
@@ -39,11 +39,15 @@ from reactcore.testing import (
     SSEReply,
     anthropic_error_reply,
     anthropic_events,
+    azure_error_reply,
+    azure_events,
+    azure_stream_reply,
     gemini_chunks,
     gemini_error_reply,
     responses_error_reply,
     responses_events,
     serve_anthropic,
+    serve_azure_openai,
     serve_gemini,
     serve_openai_compatible,
     serve_openai_responses,
@@ -133,6 +137,48 @@ class OpenAIChatDriver:
 
     def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
         """Assert ``body`` sends this provider's opaque data back as it came: none here."""
+
+
+@attrs.frozen
+class AzureDriver(OpenAIChatDriver):
+    """Azure OpenAI: the chat-completions wire of ``OpenAIChatDriver`` on Azure's v1 API,
+    the key in ``api-key``; streams open with a chunk without choices (the prompt's filter
+    results), every choice carries its filter results; Azure's error bodies."""
+
+    name: ClassVar[str] = "azure"
+    model_string: ClassVar[str] = "azure:test-model"
+    base_url_variable: ClassVar[str] = "AZURE_OPENAI_ENDPOINT"
+    api_key_variable: ClassVar[str] = "AZURE_OPENAI_API_KEY"
+    serve: ClassVar[Serve] = staticmethod(serve_azure_openai)
+
+    def model(
+        self,
+        server: OpenAICompatibleServer,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        thinking: bool = False,
+    ) -> ChatModel:
+        return azure_model(
+            "test-model",
+            endpoint=server.base_url,
+            api_key=KEY,
+            api_version="v1",
+            http_client=http_client,
+            retry_backoff=0.01,
+        )
+
+    def reply(self, message: AssistantMessage | str) -> ServerReply:
+        return azure_stream_reply(_without_provider_data(message), usage=USAGE)
+
+    def hanging(self, text: str) -> SSEReply:
+        return SSEReply(azure_events(SSEReply.of(text).events[:2]), ending="hang")  # type: ignore[arg-type]
+
+    def cut_inside_call(self, message: AssistantMessage) -> ServerReply:
+        full = azure_stream_reply(_without_provider_data(message), chunk_size=3)
+        return SSEReply(full.events[:-3], ending="cut")
+
+    def error(self, status: int, retry_after: float) -> ServerReply:
+        return azure_error_reply(status, "busy", headers={"retry-after": str(retry_after)})
 
 
 ANTHROPIC_SIGNATURE = "EqQBCkgIARABGAIiQL-signed-by-anthropic"
@@ -391,6 +437,7 @@ PROVIDERS: list[Provider] = [
     AnthropicDriver(),
     OpenAIResponsesDriver(),
     GeminiDriver(),
+    AzureDriver(),
 ]
 
 

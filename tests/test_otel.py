@@ -627,6 +627,7 @@ _CONVENTION_NAMES = {
     "anthropic": "anthropic",
     "openai-responses": "openai",
     "google": "gcp.gemini",
+    "azure": "azure.ai.openai",
 }
 
 

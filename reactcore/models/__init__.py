@@ -3,15 +3,20 @@ implement it, one module per provider wire format over one shared HTTP layer.
 
 A model can be named by a provider string, ``"openai:gpt-4.1"``,
 ``"anthropic:claude-sonnet-4-5"``, ``"openai-responses:gpt-5"`` or
-``"google:gemini-2.5-flash"`` (``infer_model``); keys and base URLs come from the
-environment then.
+``"google:gemini-2.5-flash"``, an OpenAI-compatible host's ``"groq:…"``, ``"ollama:…"``
+(``HOSTS``) or Azure's ``"azure:<deployment>"`` (``infer_model``); keys and base URLs come
+from the environment then.
 """
 
 from __future__ import annotations
 
+from ._hosts import HOSTS as HOSTS
+from ._hosts import Host as Host
+from ._hosts import azure_host as azure_host
 from ._infer import infer_model as infer_model
 from ._infer import known_providers as known_providers
 from .anthropic import AnthropicModel as AnthropicModel
+from .azure import azure_model as azure_model
 from .base import ChatModel as ChatModel
 from .base import ChatOptions as ChatOptions
 from .base import ChunkAssembler as ChunkAssembler
@@ -26,11 +31,13 @@ from .openai import OpenAIChatModel as OpenAIChatModel
 from .openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
 
 __all__ = [
+    "HOSTS",
     "AnthropicModel",
     "ChatModel",
     "ChatOptions",
     "ChunkAssembler",
     "GeminiModel",
+    "Host",
     "ModelChunk",
     "ModelRequest",
     "ModelResponse",
@@ -39,6 +46,8 @@ __all__ = [
     "ToolCallDelta",
     "ToolSpec",
     "Usage",
+    "azure_host",
+    "azure_model",
     "infer_model",
     "known_providers",
 ]

@@ -16,16 +16,19 @@ for its clients; users extend reactcore with any object that has ``call`` and ``
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeAlias
 
+import anyio
 import attrs
 import httpx
 from anyio.lowlevel import checkpoint
 
 from .. import _validate as valid
+from ._hosts import Host
 from ._http import Endpoint, EventParser
 from .base import ModelChunk, ModelRequest, ModelResponse
 
@@ -41,6 +44,12 @@ SECONDS = valid.number(minimum=0)
 FLAG = valid.boolean()
 HTTP_CLIENT = valid.instance_of(httpx.AsyncClient, "an httpx.AsyncClient", optional=True)
 MODEL_NAME = valid.text(non_empty=True)
+HOST = valid.instance_of(Host, "a reactcore.models.Host", optional=True)
+HEADERS = valid.mapping()
+TOKEN_PROVIDER = valid.function("a callable returning a token", optional=True)
+
+TokenProvider: TypeAlias = Callable[[], str] | Callable[[], Awaitable[str]]
+"""A callable (sync or async) giving a bearer token, called before every request."""
 
 
 def as_timeout(value: httpx.Timeout | float | None) -> httpx.Timeout:
@@ -64,12 +73,52 @@ def from_env(
 
 def _base_url(value: str | None, model: Any) -> str:
     # ``model`` is the HTTPModel being made (attrs types it as any attrs instance).
-    found = from_env(value, (model.base_url_variable,), model.default_base_url)
+    host: Host | None = model.host
+    if host is None:
+        found = from_env(value, (model.base_url_variable,), model.default_base_url)
+    else:
+        found = from_env(value, (host.base_url_variable,), host.base_url)
+        if found is None:
+            raise ValueError(
+                f"no base URL for the {host.name} host: set {host.base_url_variable} "
+                "or pass base_url="
+            )
     return found.rstrip("/") if isinstance(found, str) else valid.leave(found)
 
 
 def _api_key(value: str | None, model: Any) -> str | None:
-    return from_env(value, model.api_key_variables)
+    if model.token_provider is not None:  # a token replaces the key: none is read
+        return value
+    host: Host | None = model.host
+    variables = model.api_key_variables if host is None else host.key_variables
+    return from_env(value, variables)
+
+
+def _key_or_token(model: HTTPModel, attribute: Any, value: str | None) -> None:
+    if value is not None and model.token_provider is not None:
+        raise ValueError("pass api_key= or token_provider=, not both")
+
+
+def _only_hostable(model: HTTPModel, attribute: Any, value: Host | None) -> None:
+    if value is not None and not model.hostable:
+        raise TypeError(f"{type(model).__name__} takes no host= (its API has one home)")
+
+
+async def fetch_token(provider: TokenProvider) -> str:
+    """The token ``provider`` gives now: a sync callable runs in a worker thread (it may
+    fetch over the network, as Azure Identity's do), an async one is awaited. Anything but
+    a non-empty string is a ``ValueError``."""
+    if inspect.iscoroutinefunction(provider) or inspect.iscoroutinefunction(
+        getattr(provider, "__call__", None)  # noqa: B004 - an object with an async __call__
+    ):
+        token: object = await provider()  # type: ignore[misc]
+    else:
+        token = await anyio.to_thread.run_sync(provider)
+        if inspect.isawaitable(token):
+            token = await token
+    if not isinstance(token, str) or not token:
+        raise ValueError("token_provider must return a non-empty string")
+    return str.__str__(token)
 
 
 def _client_for(model: HTTPModel) -> httpx.AsyncClient:
@@ -88,6 +137,14 @@ class HTTPModel:
     to every request, also through a given ``http_client``. ``max_retries``,
     ``retry_backoff`` (the first pause) and ``retry_after_cap`` shape the shared layer's
     retries (``reactcore.models._http``).
+
+    ``host`` (the OpenAI formats only: ``hostable``) is where the API is served, a preset
+    of ``reactcore.models.HOSTS`` or ``azure_host()``: ``base_url`` and ``api_key`` then
+    come from the host's variables only (never another provider's key), and the host's
+    deviations apply. ``token_provider``, a sync or async callable returning a bearer
+    token (a Microsoft Entra token), replaces the key: it is asked before every attempt
+    and its tokens are kept out of errors as the key is. ``headers`` go on every request
+    (OpenRouter's attribution headers); they are left out of the repr.
     """
 
     provider_name: ClassVar[str]
@@ -101,8 +158,18 @@ class HTTPModel:
     api_key_variables: ClassVar[tuple[str, ...]]
     default_base_url: ClassVar[str]
     request_id_header: ClassVar[str] = "x-request-id"
+    key_header: ClassVar[str | None] = None
+    """The header an API key goes in; None: ``Authorization: Bearer`` (tokens always do)."""
+
+    hostable: ClassVar[bool] = False
+    """Whether the API is served by several hosts (``host=``): the OpenAI formats."""
 
     model: str = attrs.field(validator=MODEL_NAME)
+    # ``host`` and ``token_provider`` come first: ``base_url`` and ``api_key`` read them.
+    host: Host | None = attrs.field(default=None, kw_only=True, validator=[HOST, _only_hostable])
+    token_provider: TokenProvider | None = attrs.field(
+        default=None, kw_only=True, validator=TOKEN_PROVIDER
+    )
     base_url: str = attrs.field(
         default=None,
         converter=attrs.Converter(_base_url, takes_self=True),  # type: ignore[misc]
@@ -114,7 +181,7 @@ class HTTPModel:
         converter=attrs.Converter(_api_key, takes_self=True),  # type: ignore[misc]
         kw_only=True,
         repr=False,
-        validator=KEY,
+        validator=[KEY, _key_or_token],
     )
     timeout: httpx.Timeout = attrs.field(
         default=DEFAULT_TIMEOUT, converter=as_timeout, kw_only=True, validator=TIMEOUT
@@ -124,6 +191,9 @@ class HTTPModel:
     retry_backoff: float = attrs.field(default=0.5, kw_only=True, validator=SECONDS)
     http_client: httpx.AsyncClient | None = attrs.field(
         default=None, kw_only=True, repr=False, validator=HTTP_CLIENT
+    )
+    headers: Mapping[str, str] = attrs.field(
+        factory=dict, kw_only=True, repr=False, validator=HEADERS
     )
     _client: httpx.AsyncClient = attrs.field(
         init=False, repr=False, default=attrs.Factory(_client_for, takes_self=True)
@@ -156,22 +226,52 @@ class HTTPModel:
         async with endpoint.stream(body, request.context, self._events) as chunks:
             yield chunks
 
-    def _endpoint(self, request: ModelRequest, *, stream: bool) -> Endpoint:
-        if not self.api_key and self.base_url == self.default_base_url:
-            variables = " or ".join(self.api_key_variables)
+    def _check_credentials(self) -> None:
+        """Raise ``ValueError`` naming what to set when no credentials are there for an
+        API that needs them."""
+        if self.api_key or self.token_provider is not None:
+            return
+        host = self.host
+        if host is None:
+            if self.base_url == self.default_base_url:
+                variables = " or ".join(self.api_key_variables)
+                raise ValueError(
+                    f"no API key for the {self.api_name}: set {variables}, or pass api_key= "
+                    "(or base_url= for a server that needs none)"
+                )
+        elif (
+            host.key_required
+            and host.key_variable is not None
+            and (host.azure or self.base_url == host.base_url)
+        ):
+            token = " or token_provider=" if host.azure else ""
             raise ValueError(
-                f"no API key for the {self.api_name}: set {variables}, or pass api_key= "
-                "(or base_url= for a server that needs none)"
+                f"no API key for the {host.name} host: set {host.key_variable}, "
+                f"or pass api_key={token}"
             )
+
+    async def _token_headers(self) -> tuple[dict[str, str], str]:
+        """A fresh token from ``token_provider`` and the headers carrying it."""
+        assert self.token_provider is not None
+        token = await fetch_token(self.token_provider)
+        return {**self._auth_headers(token), **self.headers}, token
+
+    def _endpoint(self, request: ModelRequest, *, stream: bool) -> Endpoint:
+        """Where ``request`` goes and with which credentials (a token provider is asked
+        afresh before each attempt, as the official SDKs ask it)."""
+        self._check_credentials()
+        credentials = None if self.token_provider is None else self._token_headers
+        headers = {**self._headers(), **self._auth_headers(self.api_key), **self.headers}
         return Endpoint(
             self._client,
             self._url(request, stream=stream),
-            self._headers(),
+            headers,
             self.timeout,
             max_retries=self.max_retries,
             retry_backoff=self.retry_backoff,
             retry_after_cap=self.retry_after_cap,
             secret=self.api_key,
+            credentials=credentials,
             request_id_header=self.request_id_header,
             retry_hint=self._retry_hint,
         )
@@ -187,8 +287,21 @@ class HTTPModel:
         raise NotImplementedError
 
     def _headers(self) -> dict[str, str]:
-        """The headers of every request: the credentials, the API version."""
-        raise NotImplementedError
+        """The headers of every request besides the credentials (an API version); none
+        by default."""
+        return {}
+
+    def _auth_headers(self, secret: str | None) -> dict[str, str]:
+        """The credential headers for ``secret`` (the key, or a token from
+        ``token_provider``): the host's way, else ``Authorization: Bearer``."""
+        token = self.token_provider is not None
+        if self.host is not None:
+            return self.host.auth_headers(secret, token=token)
+        if not secret:
+            return {}
+        if token or self.key_header is None:
+            return {"Authorization": f"Bearer {secret}"}
+        return {self.key_header: secret}
 
     def _parse(self, payload: Any) -> ModelResponse:
         """The ``ModelResponse`` of a whole JSON answer."""

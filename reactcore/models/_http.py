@@ -80,6 +80,9 @@ _LINE_END = re.compile("\r\n|\r|\n")
 _log = get_logger()
 _T = TypeVar("_T")
 
+Credentials = Callable[[], Awaitable[tuple[Mapping[str, str], str]]]
+"""Asked before each attempt: the credential headers and the token they carry."""
+
 
 # --- requests ---------------------------------------------------------------------------
 
@@ -462,10 +465,11 @@ async def _unread(response: httpx.Response) -> httpx.Response:
 _REDACTED = "[api key]"
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)
 def _spellings(key: str | None) -> tuple[str, ...]:
     """The ways a body or header may spell ``key``: as is, JSON-escaped (``/`` also as
-    ``\\/``), URL-encoded; longest first."""
+    ``\\/``), URL-encoded; longest first. The cache is bounded: a token provider's tokens
+    change, and the cache must not grow (nor hold every token) with them."""
     if not key:
         return ()
     escaped = json.dumps(key)[1:-1]
@@ -513,7 +517,9 @@ class Endpoint:
     ``request_id_header`` names the header the provider's request id comes in;
     ``retry_hint``, when given, reads the wait an error body asks for (seconds, else
     None), for a provider that says it in the body rather than in ``Retry-After``: the
-    header wins when both are there.
+    header wins when both are there. ``credentials``, when given, is asked before every
+    attempt (retries too, as the official SDKs ask a token provider) for the credential
+    headers and the token in them, which joins ``secret`` among what is blanked out.
     """
 
     client: httpx.AsyncClient = attrs.field(repr=False)
@@ -526,6 +532,8 @@ class Endpoint:
     secret: str | None = attrs.field(default=None, repr=False)
     request_id_header: str = "x-request-id"
     retry_hint: Callable[[str], float | None] | None = attrs.field(default=None, repr=False)
+    credentials: Credentials | None = attrs.field(default=None, repr=False)
+    _issued: list[str] = attrs.field(factory=list, init=False, repr=False)
 
     async def call(
         self,
@@ -539,7 +547,7 @@ class Endpoint:
             text = await self._send(body, False, _whole_text, context)
             return ensure_complete(parse(parse_json(text, ModelError, "the answer")))
         except ModelError as exc:
-            scrub(exc, self.secret)
+            self._scrub(exc)
             raise
 
     @asynccontextmanager
@@ -554,27 +562,46 @@ class Endpoint:
         try:
             response = await self._send(body, True, _unread, context)
         except ModelError as exc:
-            scrub(exc, self.secret)
+            self._scrub(exc)
             raise
         chunks = ChunkStream(response, parser(self.redact))
         try:
             yield chunks
         except ModelError as exc:
-            scrub(exc, self.secret)
+            self._scrub(exc)
             raise
         finally:
             with anyio.CancelScope(shield=True):
                 await chunks.aclose()
 
-    def redact(self, text: str) -> str:
-        """``text`` with the key blanked out (see ``redact``)."""
-        return redact(text, self.secret)
+    def _secrets(self) -> list[str]:
+        return [s for s in (self.secret, *self._issued) if s]
 
-    def _build_request(self, body: Mapping[str, Any], stream: bool) -> httpx.Request:
+    def redact(self, text: str) -> str:
+        """``text`` with the key and every token issued so far blanked out (see ``redact``)."""
+        for secret in self._secrets():
+            text = redact(text, secret)
+        return text
+
+    def _scrub(self, error: BaseException) -> None:
+        for secret in self._secrets():
+            scrub(error, secret)
+
+    async def _credential_headers(self) -> Mapping[str, str]:
+        if self.credentials is None:
+            return {}
+        headers, token = await self.credentials()
+        self._issued.append(token)
+        return headers
+
+    def _build_request(
+        self, body: Mapping[str, Any], stream: bool, credentials: Mapping[str, str]
+    ) -> httpx.Request:
         headers = {
             "Accept": "text/event-stream" if stream else "application/json",
             "Content-Type": "application/json",
             **self.headers,
+            **credentials,
         }
         return self.client.build_request(
             "POST", self.url, content=body_bytes(body), headers=headers, timeout=self.timeout
@@ -595,7 +622,8 @@ class Endpoint:
         while True:
             answered = False
             try:
-                response = await self.client.send(self._build_request(body, stream), stream=True)
+                request = self._build_request(body, stream, await self._credential_headers())
+                response = await self.client.send(request, stream=True)
                 answered = True
                 if response.is_success:
                     return await read(response)

@@ -6,6 +6,14 @@ made with its defaults, which come from the environment as pydantic-ai users kno
 ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY`` / ``GOOGLE_GEMINI_BASE_URL`` for ``google:``, also
 spelled ``google-gla:`` as pydantic-ai spells the Gemini API);
 ``"openai-responses:<model>"`` is OpenAI's Responses API, with OpenAI's variables.
+
+The OpenAI-compatible hosts (``"groq:…"``, ``"ollama:…"`` …, the table ``HOSTS``) are
+``OpenAIChatModel``s with the host's preset: its key variable only (never
+``OPENAI_API_KEY``) and ``<HOST>_BASE_URL``. ``"azure:<deployment>"`` (chat completions)
+and ``"azure-responses:<deployment>"`` are Azure OpenAI, configured as the ``openai`` SDK's
+``AzureOpenAI`` is: ``AZURE_OPENAI_ENDPOINT``, ``AZURE_OPENAI_API_KEY`` and
+``OPENAI_API_VERSION`` (unset: the v1 API); an Entra token needs a model object with
+``token_provider=`` (``azure_model``).
 ``ReactAgent`` and ``ModelFallbackInterceptor`` take such strings through ``as_chat_model``,
 the one place a string becomes a model.
 """
@@ -15,6 +23,7 @@ from __future__ import annotations
 import os
 
 from ._client import HTTPModel
+from ._hosts import HOSTS, Host, azure_host
 from .anthropic import AnthropicModel
 from .base import ChatModel
 from .gemini import GeminiModel
@@ -30,9 +39,32 @@ _PROVIDERS: dict[str, type[HTTPModel]] = {
 }
 
 
+_AZURE: dict[str, type[HTTPModel]] = {
+    "azure": OpenAIChatModel,
+    "azure-responses": OpenAIResponsesModel,
+}
+
+
 def known_providers() -> tuple[str, ...]:
-    """The provider names ``infer_model`` knows, sorted."""
-    return tuple(sorted(_PROVIDERS))
+    """The provider names ``infer_model`` knows, sorted: the APIs, the OpenAI-compatible
+    hosts and Azure."""
+    return tuple(sorted([*_PROVIDERS, *HOSTS, *_AZURE]))
+
+
+def _hosted(name: str, model: str, cls: type[HTTPModel], host: Host) -> ChatModel:
+    """``cls`` on ``host``, after checking the environment holds what it needs: the
+    endpoint, and the key unless ``<HOST>_BASE_URL`` points elsewhere (a local server
+    may need none)."""
+    if host.base_url is None and not os.environ.get(host.base_url_variable):
+        raise ValueError(f"no endpoint for {name!r}: set {host.base_url_variable}")
+    key = host.key_variable
+    elsewhere = host.base_url is not None and os.environ.get(host.base_url_variable)
+    if host.key_required and key is not None and not os.environ.get(key) and not elsewhere:
+        extra = " (or pass a model object with token_provider=)" if host.azure else ""
+        raise ValueError(
+            f"no API key for {name!r}: set {key}{extra}, or pass a model object with api_key="
+        )
+    return cls(model, host=host)
 
 
 def infer_model(name: str) -> ChatModel:
@@ -50,6 +82,11 @@ def infer_model(name: str) -> ChatModel:
             f"a model string is '<provider>:<model>' (e.g. 'openai:gpt-4.1'), got {name!r}; "
             f"known providers: {known}"
         )
+    if provider in HOSTS:
+        return _hosted(name, model, OpenAIChatModel, HOSTS[provider])
+    if provider in _AZURE:
+        host = azure_host(os.environ.get("OPENAI_API_VERSION") or None)
+        return _hosted(name, model, _AZURE[provider], host)
     found = _PROVIDERS.get(provider)
     if found is None:
         raise ValueError(

@@ -615,6 +615,7 @@ class AnthropicModel(HTTPModel):
     api_name: ClassVar[str] = "Anthropic API"
     base_url_variable: ClassVar[str] = "ANTHROPIC_BASE_URL"
     api_key_variables: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
+    key_header: ClassVar[str | None] = "x-api-key"
     default_base_url: ClassVar[str] = _DEFAULT_BASE_URL
     request_id_header: ClassVar[str] = "request-id"
 
@@ -640,10 +641,7 @@ class AnthropicModel(HTTPModel):
         return f"{self.base_url}/v1/messages"
 
     def _headers(self) -> dict[str, str]:
-        headers = {"anthropic-version": API_VERSION}
-        if self.api_key:
-            headers["x-api-key"] = self.api_key
-        return headers
+        return {"anthropic-version": API_VERSION}
 
     def _parse(self, payload: Any) -> ModelResponse:
         return parse_message(payload)

@@ -321,6 +321,7 @@ class GeminiModel(HTTPModel):
     api_name: ClassVar[str] = "Gemini API"
     base_url_variable: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"
     api_key_variables: ClassVar[tuple[str, ...]] = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+    key_header: ClassVar[str | None] = "x-goog-api-key"
     default_base_url: ClassVar[str] = _DEFAULT_BASE_URL
 
     thinking_budget: int | None = attrs.field(
@@ -366,9 +367,6 @@ class GeminiModel(HTTPModel):
         if stream:
             return f"{self.base_url}/{self.api_version}/{resource}:streamGenerateContent?alt=sse"
         return f"{self.base_url}/{self.api_version}/{resource}:generateContent"
-
-    def _headers(self) -> dict[str, str]:
-        return {"x-goog-api-key": self.api_key} if self.api_key else {}
 
     def _parse(self, payload: Any) -> ModelResponse:
         return parse_response(payload)

@@ -12,7 +12,7 @@ and never logged, nor in any error (see the shared layer).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -30,6 +30,7 @@ from .._serde import (
     reasoning_text,
 )
 from ._client import FLAG, HTTPModel
+from ._hosts import MaxTokensField, alnum9_id
 from ._http import EventParser, decode, parse_json
 from .base import (
     ModelChunk,
@@ -43,7 +44,6 @@ from .base import (
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _DONE = "[DONE]"
 _OPTIONS = ("temperature", "top_p", "tool_choice", "response_format")
-MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 MAX_TOKENS_FIELDS: tuple[MaxTokensField, ...] = ("max_completion_tokens", "max_tokens")
 _OPENAI_HOST = "api.openai.com"
 
@@ -74,12 +74,14 @@ class _WireUsage:
 class _WireChoice:
     message: Any
     finish_reason: str | None = None
+    content_filter_results: Any = None
 
 
 @attrs.frozen
 class _WireCompletion:
     choices: list[_WireChoice]
     usage: _WireUsage | None = None
+    prompt_filter_results: Any = None
 
 
 @attrs.frozen
@@ -108,6 +110,7 @@ class _WireChunkChoice:
     index: int = 0
     delta: _WireDelta = _WireDelta()
     finish_reason: str | None = None
+    content_filter_results: Any = None
 
 
 @attrs.frozen
@@ -115,6 +118,7 @@ class _WireChunk:
     choices: list[_WireChunkChoice] = attrs.field(factory=list)
     usage: _WireUsage | None = None
     error: Any = None
+    prompt_filter_results: Any = None
 
 
 for _cls in (
@@ -155,6 +159,7 @@ def request_body(
     tool_media: ToolMedia = "describe",
     send_reasoning: bool = False,
     max_tokens_field: MaxTokensField = "max_completion_tokens",
+    tool_call_id: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """The JSON body of a chat-completions request for ``request``.
 
@@ -163,7 +168,9 @@ def request_body(
     there are none); options are sent only when set, ``max_tokens`` under
     ``max_tokens_field``; ``extra_body`` is merged in last. ``tool_media`` says how
     tools' images and files are sent (see ``messages_to_wire``); with
-    ``send_reasoning``, assistant messages carry their ``reasoning_content``.
+    ``send_reasoning``, assistant messages carry their ``reasoning_content``;
+    ``tool_call_id``, when given, re-keys every tool-call id on the wire (a host accepting
+    only its own format: Mistral's), calls and results alike.
     """
     options = request.options
     system = [request.system_message] if request.system_message is not None else []
@@ -172,6 +179,8 @@ def request_body(
             [*system, *request.messages], tool_media=tool_media, reasoning=send_reasoning
         )
     )
+    if tool_call_id is not None:
+        messages = [_rekeyed(m, tool_call_id) for m in messages]
     body: dict[str, Any] = {"model": options.model or model, "messages": messages}
     tools = [_tool_to_wire(spec) for spec in request.visible_tool_specs()]
     if tools:
@@ -189,6 +198,17 @@ def request_body(
         body["stream_options"] = {"include_usage": True}
     body.update(converter.unstructure(dict(options.extra_body)))
     return body
+
+
+def _rekeyed(message: dict[str, Any], new_id: Callable[[str], str]) -> dict[str, Any]:
+    """``message`` with its tool-call ids (an assistant's calls, a tool's result) as
+    ``new_id`` makes them."""
+    calls = message.get("tool_calls")
+    if calls:
+        return {**message, "tool_calls": [{**c, "id": new_id(c["id"])} for c in calls]}
+    if message.get("role") == "tool":
+        return {**message, "tool_call_id": new_id(message["tool_call_id"])}
+    return message
 
 
 def _results_after_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -258,6 +278,19 @@ def _without_null_ids(message: Any) -> Any:
     return {**message, "tool_calls": fixed}
 
 
+FILTERS = "azure"
+"""The key of Azure's content-filter results on a message (``provider_data["azure"]``)."""
+
+
+def _filter_results(prompt: Any, completion: Any) -> dict[str, dict[str, Any]]:
+    """Azure's content-filter results, as provider data: what it found in the prompt
+    (``prompt_filter_results``) and in the answer (``content_filter_results``); nothing
+    for a host that sends none. Kept, never sent back."""
+    found = {"prompt_filter_results": prompt, "content_filter_results": completion}
+    kept = {k: v for k, v in found.items() if v is not None}
+    return {FILTERS: kept} if kept else {}
+
+
 def parse_completion(payload: Any) -> ModelResponse:
     """A ``ModelResponse`` from a chat-completions JSON answer (its first choice)."""
     wire = decode(lambda p: converter.structure(p, _WireCompletion), payload, ModelError, "$")
@@ -267,7 +300,12 @@ def parse_completion(payload: Any) -> ModelResponse:
     message = decode(
         assistant_from_wire, _without_null_ids(choice.message), ModelError, "$.choices[0].message"
     )
-    message = attrs.evolve(message, finish_reason=choice.finish_reason)
+    filters = _filter_results(wire.prompt_filter_results, choice.content_filter_results)
+    message = attrs.evolve(
+        message,
+        finish_reason=choice.finish_reason,
+        provider_data={**message.provider_data, **filters},
+    )
     return ModelResponse(
         message, _usage(wire.usage), raw=payload, finish_reason=choice.finish_reason
     )
@@ -300,6 +338,8 @@ def _text_chunk(payload: Any) -> ModelChunk | None:
     choice = choices[0]
     delta, finish = choice.get("delta"), choice.get("finish_reason")
     if choice.get("index", 0) != 0 or type(delta) is not dict or delta.get("tool_calls"):
+        return None
+    if finish == "content_filter":  # its filter results are kept: the strict way
         return None
     if delta.get("reasoning_content") or delta.get("reasoning"):
         return None
@@ -335,6 +375,7 @@ def parse_chunk(data: str, redact: Callable[[str], str] = _as_is) -> ModelChunk 
         tool_calls=[_tool_call_delta(d) for d in calls],
         usage=_usage(wire.usage),
         finish_reason=choice.finish_reason,
+        provider_data=_filter_results(wire.prompt_filter_results, choice.content_filter_results),
     )
     return None if chunk == _NO_CHUNK else chunk
 
@@ -391,6 +432,12 @@ class OpenAIChatModel(HTTPModel):
     chooses by ``base_url``: the first for ``api.openai.com``, the second elsewhere
     (``max_tokens_field_for``).
 
+    ``host=`` puts the model on an OpenAI-compatible host (``HOSTS["groq"]`` …) or on Azure
+    (``azure_model``): its URL, key variable and deviations — ``max_tokens_field``,
+    ``send_reasoning`` (DeepSeek), tool-call ids re-keyed to 9 letters and digits on the
+    wire (Mistral) — apply unless set here. Azure's content-filter results are kept on
+    the message (``provider_data["azure"]``), never sent back.
+
     The model owns the HTTP client it makes and closes it in ``aclose()`` (or at the end
     of ``async with``); a given ``http_client`` is left open for its owner.
     """
@@ -400,6 +447,7 @@ class OpenAIChatModel(HTTPModel):
     base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
     api_key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    hostable: ClassVar[bool] = True
 
     send_reasoning: bool = attrs.field(default=False, kw_only=True, validator=FLAG)
     tool_media: ToolMedia = attrs.field(
@@ -410,20 +458,23 @@ class OpenAIChatModel(HTTPModel):
     )
 
     def _body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        host = self.host
         return request_body(
             request,
             self.model,
             stream=stream,
             tool_media=self.tool_media,
-            send_reasoning=self.send_reasoning,
-            max_tokens_field=self.max_tokens_field or max_tokens_field_for(self.base_url),
+            send_reasoning=self.send_reasoning or (host is not None and host.send_reasoning),
+            max_tokens_field=self.max_tokens_field
+            or (host.max_tokens_field if host else max_tokens_field_for(self.base_url)),
+            tool_call_id=alnum9_id if host is not None and host.tool_call_ids == "alnum9" else None,
         )
 
     def _url(self, request: ModelRequest, *, stream: bool) -> str:
-        return f"{self.base_url}/chat/completions"
-
-    def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        if self.host is None:
+            return f"{self.base_url}/chat/completions"
+        model = request.options.model or self.model
+        return self.host.url(self.base_url, "/chat/completions", model, per_deployment=True)
 
     def _parse(self, payload: Any) -> ModelResponse:
         return parse_completion(payload)

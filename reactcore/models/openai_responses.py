@@ -419,6 +419,7 @@ class OpenAIResponsesModel(HTTPModel):
     base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
     api_key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    hostable: ClassVar[bool] = True
 
     reasoning_effort: str | None = attrs.field(default=None, kw_only=True, validator=_EFFORT)
     reasoning_summary: str | None = attrs.field(default=None, kw_only=True, validator=_SUMMARY)
@@ -439,10 +440,10 @@ class OpenAIResponsesModel(HTTPModel):
         )
 
     def _url(self, request: ModelRequest, *, stream: bool) -> str:
-        return f"{self.base_url}/responses"
-
-    def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        if self.host is None:
+            return f"{self.base_url}/responses"
+        model = request.options.model or self.model
+        return self.host.url(self.base_url, "/responses", model, per_deployment=False)
 
     def _parse(self, payload: Any) -> ModelResponse:
         return parse_response(payload)
