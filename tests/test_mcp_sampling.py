@@ -318,6 +318,24 @@ async def test_elicitation_pauses_the_run_and_a_resume_answers_it(asking: Factor
     assert runs.structured_content == {"result": 2}  # paused once, run again on resume
 
 
+async def test_elicitation_resumed_by_another_process_reruns_the_call(asking: Factory) -> None:
+    """A process that dies while the run waits: another one, with a new toolset (a new
+    session, a new server process over stdio) and the same saver, resumes the thread; the
+    server's first request did not survive, the call runs again and gets the answer."""
+    name, saver = tag(), MemorySaver()
+    config = RunnableConfig(thread_id=f"crash-{name}")
+    async with asking() as first:
+        model = ScriptedChatModel([book(name)])
+        paused = await ReactAgent("a", model, tools=[first], saver=saver).invoke("book", config)
+    assert paused.status == "interrupted"
+    async with asking() as second:  # the "new process": nothing of the first is left
+        agent = ReactAgent("a", ScriptedChatModel(["booked"]), tools=[second], saver=saver)
+        answer = Resume({"c1/elicitation-1": Edit({"date": "tuesday", "seats": 3})})
+        result = await agent.invoke(answer, config)
+    assert last_response(result) == "accept tuesday 3"
+    assert result.text == "booked"
+
+
 async def test_elicitation_declined_by_the_resume(asking: Factory) -> None:
     """``Reject`` answers the server ``decline``; ``Approve`` would accept with no content."""
     model = ScriptedChatModel([book(tag()), "not booked"])
