@@ -5,9 +5,9 @@ During a tool call of an agent run that can pause (the agent has a saver and the
 ``thread_id``), the run pauses as it does for approval: ``result.status ==
 "interrupted"``, and ``result.interrupt.calls`` lists the request as a call
 ``<call id>/elicitation-<n>`` named ``mcp_elicitation`` whose arguments are the JSON
-``{"server", "message", "schema"}`` (the n-th request of that call). The server's pending
-request is answered ``cancel`` and the tool call is stopped (the server is told, as for
-any cancelled call). The caller answers with ``Resume({"<call id>/elicitation-1": ...})``:
+``{"server", "message", "schema"}`` (the n-th request of that call). The tool call is
+stopped (the server is told, as for any cancelled call), then the server's pending request
+is answered ``cancel``. The caller answers with ``Resume({"<call id>/elicitation-1": ...})``:
 
 - ``Edit(content)`` accepts with ``content`` (a mapping or a JSON object), checked against
   the requested schema when resuming: a misfit is a ``ValueError`` then, the run still
@@ -195,6 +195,7 @@ class Elicitor:
             return await self._by_policy(request)
         # The requests answered before it are asked again when the call runs again.
         flight.pause(*flight.asked[KIND])
+        await flight.stopped.wait()  # the server hears of the cancellation first
         _log.info("mcp_elicitation_paused", server=request.server, call_id=call.id)
         return _answer("cancel")
 

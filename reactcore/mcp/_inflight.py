@@ -12,7 +12,10 @@ Which call a request belongs to: the call whose context the SDK's dispatcher run
 callback in, when the transport carries the sender's context (streamable HTTP: a request
 arrives on the stream of the call's own POST); else the only call of the toolset in
 flight. With several calls in flight over stdio the protocol does not say which one
-asked: the request is then treated as one made outside any call.
+asked: the request is then treated as one made outside any call. A request of a call that
+has ended (the server had not yet heard of its cancellation) is one outside any call
+too; over stdio, should another call of the toolset be the only one in flight by then, it
+would be taken for that call's.
 """
 
 from __future__ import annotations
@@ -42,20 +45,22 @@ class _Job:
 
 @attrs.define(eq=False)
 class InFlight:
-    """One tool call running on the server: its ``ToolContext`` and the work the server's
-    requests handed to it. ``asked`` counts the requests of each kind it got (numbering
-    them, in order, from 1)."""
+    """One tool call running on the server: its ``ToolContext``, the work the server's
+    requests handed to it, the requests it was asked (``asked``, by kind, in order) and
+    what it paused for (``paused``)."""
 
     context: ToolContext
     _send: MemoryObjectSendStream[_Job] = attrs.field(alias="send")
     _pending: list[_Job] = attrs.field(factory=list)
     asked: dict[str, list[ToolCall]] = attrs.field(factory=dict)
     stop: anyio.CancelScope | None = None
+    stopped: anyio.Event = attrs.field(factory=anyio.Event)
     paused: list[ToolCall] = attrs.field(factory=list)
 
     def pause(self, *waiting: ToolCall) -> None:
-        """Stop the call's body: the run is to pause for ``waiting`` (``Calls.run``
-        raises ``Stopped``)."""
+        """Stop the call's body: the run is to pause for ``waiting`` (``Calls.run`` gives
+        them). Await ``stopped`` before answering the server: the server then hears of
+        the cancellation first (over stdio, in order), and does not go on asking."""
         self.paused.extend(waiting)
         assert self.stop is not None
         self.stop.cancel()
@@ -74,10 +79,13 @@ class Calls:
 
     _live: set[InFlight] = attrs.field(factory=set)
 
-    async def run(self, context: ToolContext, body: Callable[[InFlight], Awaitable[T]]) -> T:
-        """``body(flight)`` in flight: the server's requests meanwhile are worked on in this
-        task's context and cancel scope. ``Stopped`` when the work paused the call
-        (``flight.pause``): the body is cancelled, the work handed over answered first."""
+    async def run(
+        self, context: ToolContext, body: Callable[[InFlight], Awaitable[T]]
+    ) -> T | Paused:
+        """What ``body(flight)`` returns, the server's requests meanwhile worked on in this
+        task's context and cancel scope; ``Paused`` when the work paused the call
+        (``flight.pause``): the body was cancelled, the work handed over answered first.
+        What the body raises is raised as itself."""
         send, receive = anyio.create_memory_object_stream[_Job](16)
         flight = InFlight(context, send)
         self._live.add(flight)
@@ -85,17 +93,21 @@ class Calls:
         try:
             failed: Exception | None = None
             async with anyio.create_task_group() as group:
-                group.start_soon(_work, receive)
+                group.start_soon(_work, flight, receive)
                 with anyio.CancelScope() as flight.stop:
                     try:
                         result = await body(flight)
                     except Exception as exc:  # raised below as itself, not in a group
                         failed = exc
-                group.cancel_scope.cancel()
+                flight.stopped.set()
+                if flight.paused:
+                    send.close()  # the work that paused answers, then the loop ends
+                else:
+                    group.cancel_scope.cancel()
             if failed is not None:
                 raise failed
             if flight.paused:
-                raise Stopped(tuple(flight.paused))
+                return Paused(tuple(flight.paused))
             return result
         finally:
             _CURRENT.reset(token)
@@ -107,22 +119,22 @@ class Calls:
     def find(self) -> InFlight | None:
         """The call the request being answered belongs to (see the module docstring)."""
         found = _CURRENT.get()
-        if found is not None and found in self._live:
-            return found
+        if found is not None:  # the transport said: this call (None if it has ended)
+            return found if found in self._live else None
         return next(iter(self._live)) if len(self._live) == 1 else None
 
 
-class Stopped(Exception):
-    """Raised by ``Calls.run`` when the call paused (``InFlight.pause``): ``waiting`` are
-    what it waits for."""
+@attrs.frozen
+class Paused:
+    """What ``Calls.run`` gives when the call paused (``InFlight.pause``): what it waits
+    for."""
 
-    def __init__(self, waiting: tuple[ToolCall, ...]) -> None:
-        super().__init__(", ".join(w.id for w in waiting))
-        self.waiting = waiting
+    waiting: tuple[ToolCall, ...]
 
 
 async def hand_over(flight: InFlight, work: Callable[[], Awaitable[T]]) -> T | None:
-    """``work()`` done in ``flight``'s task; ``None`` when the call ended first. What
+    """``work()`` done in ``flight``'s task; ``None`` when the call ended or paused
+    first. What
     ``work`` raises is raised here (the SDK answers the server with an error), not in the
     call."""
     job = _Job(work)
@@ -138,11 +150,14 @@ async def hand_over(flight: InFlight, work: Callable[[], Awaitable[T]]) -> T | N
     return result
 
 
-async def _work(receive: MemoryObjectReceiveStream[_Job]) -> None:
+async def _work(flight: InFlight, receive: MemoryObjectReceiveStream[_Job]) -> None:
     async with receive:
         async for job in receive:
             try:
-                job.result = await job.work()
+                # A paused call is being stopped: what the server asks meanwhile (it may
+                # go on before it hears of the cancellation) is not worked on.
+                if not flight.paused:
+                    job.result = await job.work()
             except Exception as exc:
                 job.error = exc
             finally:

@@ -17,8 +17,10 @@ model is then asked directly, with no run to count it in.
 
 What a server asks for becomes a ``ModelRequest``: its messages (text, images, audio) as
 ``UserMessage`` / ``AssistantMessage``, its system prompt, ``max_tokens``,
-``temperature``; model hints are given to the policy, not followed. The answer's text
-goes back (``stopReason`` ``maxTokens`` when the model was cut short, else ``endTurn``).
+``temperature``; stop sequences and model hints are given to the policy, not followed.
+Sampling with tools (``tools``, tool-use blocks) is refused: the client does not offer
+it. The answer's text goes back (``stopReason`` ``maxTokens`` when the model was cut
+short, else ``endTurn``).
 """
 
 from __future__ import annotations
@@ -83,6 +85,11 @@ def _message(sampled: mt.SamplingMessage, server: str) -> Message:
     first = parts[0] if parts and isinstance(parts[0], TextPart) else None
     rest = tuple(parts[1:] if first is not None else parts)
     return UserMessage(first.text if first is not None else "", rest)
+
+
+def _with_tools(sampled: mt.SamplingMessage) -> bool:
+    blocks = sampled.content if isinstance(sampled.content, list) else [sampled.content]
+    return any(isinstance(b, mt.ToolUseContent | mt.ToolResultContent) for b in blocks)
 
 
 def to_request(
@@ -153,6 +160,8 @@ class Sampler:
         server = self.server()
         if not self.enabled:
             return _refused(server, "the client did not enable sampling")
+        if params.tools or any(_with_tools(m) for m in params.messages):
+            return _refused(server, "the client does not offer tools in sampling")
         flight = self.calls.find()
         if flight is None:
             return await self._outside(server, params)

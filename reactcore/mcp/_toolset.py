@@ -67,7 +67,7 @@ from .._interceptors import ToolCallResponse
 from .._tools import Tool, ToolContext
 from ..models.base import ChatModel
 from ._elicitation import ElicitationPolicy, Elicitor, check_decisions, waiting_for
-from ._inflight import Calls, InFlight, Stopped
+from ._inflight import Calls, InFlight, Paused
 from ._names import check_prefix, name_set, safe_names
 from ._prompts import Prompt, PromptResult, prompt_arguments, to_prompt, to_result
 from ._requests import Connection, asking, every_page, one_error, reason
@@ -597,8 +597,7 @@ class MCPToolset:
             with asking(conn, "the call"):
                 return await conn.session.call_tool(remote, arguments)
 
-        try:
-            result = await self._calls.run(context, body)
-        except Stopped as paused:
-            return waiting_for(paused.waiting)
+        result = await self._calls.run(context, body)
+        if isinstance(result, Paused):
+            return waiting_for(result.waiting)
         return to_response(result, structured=structured)
