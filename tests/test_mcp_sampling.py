@@ -408,3 +408,21 @@ async def test_a_call_asking_twice_pauses_twice_and_the_second_resume_answers_bo
         both = {"c1/elicitation-1": start, "c1/elicitation-2": Edit({"name": "Rome"})}
         result = await agent.invoke(Resume(both), config)
     assert last_response(result) == "from Oslo to Rome"
+
+
+async def test_a_paused_call_is_stopped_before_its_request_is_answered(
+    tmp_path: Path,
+) -> None:
+    """Over stdio the server hears of the call's cancellation before the answer
+    (``cancel``) to the request the run paused for: the tool is stopped where it asked,
+    and never goes on to ask more."""
+    name = tag()
+    call = ToolCall("c1", "trip", json.dumps({"tag": name}))
+    model = ScriptedChatModel([AssistantMessage("", [call])])
+    config = RunnableConfig(thread_id=f"stop-{name}")
+    async with toolset_maker("stdio", ASKING, "")() as toolset:
+        agent = ReactAgent("a", model, tools=[toolset], saver=MemorySaver())
+        paused = await agent.invoke("plan", config)
+        went_on = await toolset.session.call_tool("seconds", {"tag": name})
+    assert paused.status == "interrupted"
+    assert went_on.structured_content == {"result": 0}

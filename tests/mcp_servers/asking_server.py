@@ -11,7 +11,7 @@ serves streamable HTTP on 127.0.0.1 at a free port and prints ``PORT <n>`` first
   ``<action> <date> <seats>``; ``runs(tag)`` says how many times ``book`` ran for a tag
   (a call re-run after a pause runs again).
 - ``trip()`` asks twice (``From where?``, ``To where?``, a ``Place`` each) and answers
-  ``from <a> to <b>``.
+  ``from <a> to <b>``; ``seconds(tag)`` says how often it went on to the second.
 - ``idle()`` waits until cancelled (a second call in flight); ``summarise(text,
   after_idle=True)`` waits for it to run before asking.
 """
@@ -29,6 +29,7 @@ from pydantic import BaseModel
 
 server = MCPServer("test-asking", log_level="WARNING")
 _runs: dict[str, int] = {}
+_seconds: dict[str, int] = {}
 _idle = anyio.Event()  # set once ``idle`` runs (made in the server's one event loop)
 
 
@@ -73,13 +74,20 @@ class Place(BaseModel):
 
 
 @server.tool()
-async def trip(ctx: Context) -> str:
+async def trip(ctx: Context, tag: str = "") -> str:
     """Plan a trip: asks the user twice, where from and where to."""
     start = await ctx.elicit("From where?", Place)
+    _seconds[tag] = _seconds.get(tag, 0) + 1
     end = await ctx.elicit("To where?", Place)
     if start.action == end.action == "accept":
         return f"from {start.data.name} to {end.data.name}"
     return f"{start.action} {end.action}"
+
+
+@server.tool()
+def seconds(tag: str) -> int:
+    """How many times ``trip`` went on to its second question for ``tag``."""
+    return _seconds.get(tag, 0)
 
 
 @server.tool()
