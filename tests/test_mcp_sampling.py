@@ -336,6 +336,26 @@ async def test_elicitation_resumed_by_another_process_reruns_the_call(asking: Fa
     assert result.text == "booked"
 
 
+async def test_elicitation_inside_a_subagent_pauses_the_parent(asking: Factory) -> None:
+    """A subagent whose MCP call asks the user pauses its parent, the request listed as
+    ``<parent call>/<child call>/elicitation-1``; the parent's ``Resume`` reaches it."""
+    name = tag()
+    child_model = ScriptedChatModel([book(name), "booked for you"])
+    parent_call = ToolCall("p1", "booker", json.dumps({"input": "book"}))
+    parent_model = ScriptedChatModel([AssistantMessage("", [parent_call]), "all done"])
+    config = RunnableConfig(thread_id=f"parent-{name}")
+    async with asking() as toolset:
+        child = ReactAgent("booker", child_model, tools=[toolset])
+        parent = ReactAgent("p", parent_model, tools=[child.as_tool()], saver=MemorySaver())
+        paused = await parent.invoke("book via the child", config)
+        [waiting] = paused.interrupt.calls
+        assert waiting.id == "p1/c1/elicitation-1"
+        answer = Edit({"date": "monday", "seats": 1})
+        result = await parent.invoke(Resume({waiting.id: answer}), config)
+    assert result.text == "all done"
+    assert last_response(result) == "booked for you"
+
+
 async def test_elicitation_declined_by_the_resume(asking: Factory) -> None:
     """``Reject`` answers the server ``decline``; ``Approve`` would accept with no content."""
     model = ScriptedChatModel([book(tag()), "not booked"])
