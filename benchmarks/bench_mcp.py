@@ -87,6 +87,11 @@ def run_server(kind: str) -> None:
         """Say the text back."""
         return text
 
+    serve(server, kind)
+
+
+def serve(server: Any, kind: str) -> None:
+    """Run ``server`` over ``kind``: stdio, or HTTP on a free port printed first."""
     if kind == "stdio":
         server.run("stdio")
         return
@@ -101,9 +106,10 @@ def run_server(kind: str) -> None:
 
 
 @contextmanager
-def http_server() -> Iterator[str]:
+def http_server(script: str = __file__) -> Iterator[str]:
+    """The server of ``script`` (run with ``--server http``) in a subprocess; its URL."""
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--server", "http"], stdout=subprocess.PIPE, text=True
+        [sys.executable, script, "--server", "http"], stdout=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout is not None

@@ -31,7 +31,7 @@ from ._schema import json_schema
 from ._state import MESSAGES, OverAllState
 from ._tokens import record_call
 from ._tools import TOOLS, Tool, ToolNameClash, index_tools, name_clash
-from ._tracing import Tracer, current, model_trace
+from ._tracing import ModelTrace, Tracer, current, model_trace
 from .models._infer import as_chat_model
 from .models.base import (
     ChatModel,
@@ -355,6 +355,11 @@ class AgentLlmNode:
         update[TOKEN_USAGE] = used + response.usage if response.usage is not None else used
         return update
 
+    async def intercepted(self, request: ModelRequest) -> ModelResponse:
+        """``request`` answered through the node's model interceptors, without the span,
+        events and bookkeeping of a turn (``side_call`` adds what a side call needs)."""
+        return await self._handler(request)
+
     async def _traced(self, tracer: Tracer, request: ModelRequest) -> ModelResponse:
         """The interceptor chain inside the model call's span."""
         with tracer.model_call(self.agent_name, self.model, request) as trace:
@@ -408,14 +413,22 @@ def next_request(state: Mapping[str, Any], config: RunnableConfig) -> ModelReque
 
 
 async def side_call(
-    request: ModelRequest, config: RunnableConfig, model: ChatModel | None = None
+    request: ModelRequest,
+    config: RunnableConfig,
+    model: ChatModel | None = None,
+    *,
+    intercepted: bool = False,
 ) -> ModelResponse:
     """A model call made on the run's behalf that is not a turn of the loop (a summary):
     ``request`` answered whole by ``model`` (default: the agent's), in a span of its own,
     between a ``ModelCallStarted`` and a ``ModelCallFinished`` carrying
-    ``request.purpose`` and the iteration of the turn it comes before. It goes through no
-    interceptor and is not counted in ``model_calls``. Raises what the model raises (no
-    ``ModelCallFinished`` then); ``ValueError`` with no model to ask.
+    ``request.purpose`` and the iteration of the turn it comes before. It is not counted
+    in ``model_calls``. Raises what the model raises (no ``ModelCallFinished`` then);
+    ``ValueError`` with no model to ask.
+
+    ``intercepted``: the request goes through the agent's model interceptors, as the
+    loop's own turns do (a call an MCP server asks for); else through none. Made from a
+    tool call, the span nests under the call's.
     """
     context = config.context
     node: AgentLlmNode | None = context.get(MODEL_NODE)
@@ -426,14 +439,29 @@ async def side_call(
     iteration = context.get(MODEL_ITERATION, -1) + 1
     if emit is not None:
         await emit(ModelCallStarted(iteration, request.purpose))
+    through = node is not None and intercepted
+
+    async def ask(trace: ModelTrace | None) -> ModelResponse:
+        if through:
+            assert node is not None
+            # Whole, never streamed: its chunks are not the turn's the caller streams.
+            whole = {**context, STREAM: False}
+            return await node.intercepted(attrs.evolve(request, chat_model=chosen, context=whole))
+        if trace is not None:
+            trace.sending(chosen, request)
+        return await chosen.call(request)
+
     tracer = current.get()
     if tracer is None:
-        response = await chosen.call(request)
+        response = await ask(None)
     else:
         agent = node.agent_name if node is not None else "agent"
         with tracer.model_call(agent, chosen, request) as trace:
-            trace.sending(chosen, request)
-            response = await chosen.call(request)
+            token = model_trace.set(trace)
+            try:
+                response = await ask(trace)
+            finally:
+                model_trace.reset(token)
             trace.answered(response)
     if emit is not None:
         await emit(ModelCallFinished(response.message, response.usage, request.purpose))

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import attrs
 
 from . import _validate as valid
-from ._approval import Edit, Resume
+from ._approval import SCOPE, Edit, Resume
 from ._batch import pending_calls
 from ._checkpoint import Checkpoint, Saver
 from ._config import RunnableConfig, check_thread_id
@@ -172,6 +172,10 @@ class Subagent:
             if call is None or not isinstance(decision, Edit):
                 continue
             tool = _find_tool(self.agent, call.name)
+            if tool is None and SCOPE in call_id:
+                # Not a tool call: what waits inside one of the child's calls (an MCP
+                # server's question); that call's tool checks it when the child resumes.
+                continue
             if tool is None:
                 raise ValueError(f"cannot edit call {call_id}: tool {call.name!r} is not available")
             raw = decision.arguments

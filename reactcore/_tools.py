@@ -382,6 +382,7 @@ class Tool:
         timeout: float | None = None,
         limiter: anyio.CapacityLimiter | None = None,
         annotations: ToolAnnotations | None = None,
+        context: str | None = None,
     ) -> Tool:
         """A tool whose parameters are a given JSON Schema (a remote tool's, say).
 
@@ -389,10 +390,12 @@ class Tool:
         them: ``check(arguments)`` returns ``None`` or says what is wrong, and the model
         gets that as ``invalid arguments for tool '<name>': <problem>``. ``name`` must be
         one providers accept (``SAFE_NAME``): map a remote tool's name first, as
-        ``reactcore.mcp`` does.
+        ``reactcore.mcp`` does. ``context`` names the keyword through which ``func`` also
+        gets the call's ``ToolContext`` (one no argument of the schema uses).
         """
         check_tool_name(name)
         _TIMEOUT.spec.check(f"tool {name!r}: timeout", timeout)
+        signature = None if context is None else _Signature(parameters, (), context, None, None)
         return cls(
             name,
             description,
@@ -404,6 +407,7 @@ class Tool:
             limiter,
             check=check,
             annotations=annotations,
+            signature=signature,
         )
 
     @classmethod

@@ -66,6 +66,22 @@ def test_from_schema_keeps_the_schema_and_checks_arguments() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_schema_tool_may_take_the_calls_context() -> None:
+    """``Tool.from_schema(..., context="ctx")``: the function also gets the call's
+    ``ToolContext`` as ``ctx`` (not a parameter the model sees), beside the arguments."""
+    seen: list[Any] = []
+
+    async def run(ctx: ToolContext, **arguments: Any) -> str:
+        seen.append((ctx.call.id, arguments))
+        return "ok"
+
+    remote = Tool.from_schema("remote", "", SCHEMA, run, check=only_ints, context="ctx")
+    assert remote.wants_context and remote.parameters is SCHEMA
+    await AgentToolNode([remote])(calls_state(call("1", "remote", **{"x-y": 7})))
+    assert seen == [("1", {"x-y": 7})]
+
+
+@pytest.mark.anyio
 async def test_a_schema_tool_through_the_node() -> None:
     """Through the node: checked arguments (any JSON keys) reach the function as keywords;
     rejected ones answer the model and the function is not called."""

@@ -13,6 +13,20 @@ from .._state import MESSAGES, OverAllState
 from ._limits import Counter, exceeded, exit_field, jumps_field, limit_field, name_field
 
 _COUNT = Counter("_model_call_count_")
+_RUN_LIMITS = "_model_call_run_limits_"
+
+
+def count_nested_call(config: RunnableConfig) -> None:
+    """Count one model call made inside a tool call (an MCP server's sampling) against
+    the run's ``run_limit`` of every ``ModelCallLimitHook`` of the agent, as the next
+    turn's check will see it; ``CallLimitExceeded`` (and nothing counted) when it would
+    pass one. Such calls are not counted per thread: the state is the loop's."""
+    limits: dict[str, int | None] = config.context.get(_RUN_LIMITS) or {}
+    done = _COUNT.run(config)
+    over = [f"run limit ({done}/{n})" for n in limits.values() if n is not None and done >= n]
+    if over:
+        raise CallLimitExceeded(f"Model call limits exceeded: {', '.join(over)}")
+    config.context[_COUNT.key] = done + 1
 
 
 @attrs.frozen
@@ -35,6 +49,8 @@ class ModelCallLimitHook:
 
     async def before_agent(self, state: OverAllState, config: RunnableConfig) -> Any:
         _COUNT.start_run(config)
+        # Where a model call made inside a tool call finds the limit (``count_nested_call``).
+        config.context.setdefault(_RUN_LIMITS, {})[self.name] = self.run_limit
 
     async def before_model(self, state: OverAllState, config: RunnableConfig) -> Any:
         over = exceeded(

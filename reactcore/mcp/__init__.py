@@ -1,5 +1,5 @@
-"""reactcore.mcp: tools, resources and prompts from Model Context Protocol servers, and an
-agent as an MCP server.
+"""reactcore.mcp: tools, resources and prompts from Model Context Protocol servers (which
+may ask the client's model and user during a call), and an agent as an MCP server.
 
 Needs the ``mcp`` extra (``pip install 'reactcore[mcp]'``); ``import reactcore`` never
 imports the SDK.
@@ -8,12 +8,15 @@ imports the SDK.
 from __future__ import annotations
 
 from .._exceptions import MCPError as MCPError
+from ._elicitation import ElicitationAnswer as ElicitationAnswer
+from ._elicitation import ElicitationRequest as ElicitationRequest
 from ._prompts import Prompt as Prompt
 from ._prompts import PromptArgument as PromptArgument
 from ._prompts import PromptResult as PromptResult
 from ._resources import Resource as Resource
 from ._resources import ResourceContents as ResourceContents
 from ._resources import ResourceTemplate as ResourceTemplate
+from ._sampling import SamplingRequest as SamplingRequest
 from ._serve import serve as serve
 from ._toolset import MCPToolset as MCPToolset
 from ._transports import SSETransport as SSETransport
@@ -22,6 +25,8 @@ from ._transports import StreamableHTTPTransport as StreamableHTTPTransport
 from ._transports import Transport as Transport
 
 __all__ = [
+    "ElicitationAnswer",
+    "ElicitationRequest",
     "MCPError",
     "MCPToolset",
     "Prompt",
@@ -31,6 +36,7 @@ __all__ = [
     "ResourceContents",
     "ResourceTemplate",
     "SSETransport",
+    "SamplingRequest",
     "StdioTransport",
     "StreamableHTTPTransport",
     "Transport",

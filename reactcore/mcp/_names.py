@@ -21,8 +21,10 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
+from typing import Any
 
+from .. import _validate as valid
 from .._tools import MAX_NAME_LENGTH, SAFE_NAME
 
 _UNSAFE_RUN = re.compile(r"[^a-zA-Z0-9_-]+")
@@ -53,3 +55,21 @@ def safe_names(names: Iterable[str]) -> dict[str, str]:
         taken.add(candidate)
         safe[name] = candidate
     return safe
+
+
+def check_prefix(_: object, __: Any, prefix: str) -> None:
+    """An attrs validator: ``prefix`` (put before every tool name) keeps names safe."""
+    if prefix and not SAFE_NAME.fullmatch(prefix):
+        raise ValueError(
+            f"prefix {prefix!r} would make tool names providers reject: use letters, "
+            "digits, '_' or '-' (64 at most)"
+        )
+
+
+def name_set(value: Collection[str] | None) -> frozenset[str] | None:
+    """An attrs converter: tool names (``allow``, ``deny``) as a frozenset. A str (one
+    name, taken letter by letter) or a non-collection is left for the validator to
+    refuse, naming the parameter."""
+    if value is None:
+        return None
+    return frozenset(value) if valid.ITERABLE.accepts(value) else valid.leave(value)

@@ -113,3 +113,14 @@ async def every_page(
         if not cursor:
             break
     return found
+
+
+def one_error(
+    errors: BaseExceptionGroup[BaseException], body: BaseException | None
+) -> BaseException:
+    """What leaves ``async with`` when the session's task group failed: its one error as
+    itself; several (or one beside the block's own ``body`` error) stay grouped."""
+    found = [*([body] if body is not None else []), *errors.exceptions]
+    if len(found) == 1 and not isinstance(found[0], BaseExceptionGroup):
+        return found[0]
+    return BaseExceptionGroup("errors in MCPToolset and its block", found)

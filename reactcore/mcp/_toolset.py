@@ -36,12 +36,17 @@ Beside tools, the toolset reads the server's resources and prompts as reactcore 
 (``list_resources``, ``list_resource_templates``, ``read_resource``, ``list_prompts``,
 ``get_prompt``; see ``_resources`` and ``_prompts``), follows a resource's updates
 (``subscribe``), and with ``resource_tool=True`` lets the model read resources itself.
+
+A server may ask the client during a call: for its model (``sampling``, off unless
+enabled; see ``_sampling``) and for its user's input (elicitation, which pauses the run;
+see ``_elicitation``). Each request is answered in the task of the call it came during
+(see ``_inflight``), so the call's run, limits, events, span and cancel scope apply.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -59,10 +64,13 @@ from mcp.client.session import ClientSession
 from .. import _validate as valid
 from .._exceptions import MCPError
 from .._interceptors import ToolCallResponse
-from .._tools import SAFE_NAME, Tool
-from ._names import safe_names
+from .._tools import Tool, ToolContext
+from ..models.base import ChatModel
+from ._elicitation import ElicitationPolicy, Elicitor, check_decisions, waiting_for
+from ._inflight import Calls, InFlight, Paused
+from ._names import check_prefix, name_set, safe_names
 from ._prompts import Prompt, PromptResult, prompt_arguments, to_prompt, to_result
-from ._requests import Connection, asking, every_page, reason
+from ._requests import Connection, asking, every_page, one_error, reason
 from ._resources import (
     Resource,
     ResourceContents,
@@ -73,6 +81,8 @@ from ._resources import (
     to_template,
 )
 from ._results import schema_check, schema_problem, to_annotations, to_response
+from ._sampling import PURPOSE as SAMPLING
+from ._sampling import SAMPLING_CHOICE, Sampler, SamplingPolicy
 from ._screen import Screen, ScreenedWrite, WatchedStream
 from ._subscriptions import Subscriptions, ask
 from ._transports import (
@@ -90,31 +100,7 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("reactcore.mcp")
 
 
-def _names(value: Collection[str] | None) -> frozenset[str] | None:
-    # A str (one name, taken letter by letter) or a non-collection is left for the
-    # validator to refuse, naming the parameter.
-    if value is None:
-        return None
-    return frozenset(value) if valid.ITERABLE.accepts(value) else valid.leave(value)
-
-
-def _safe_prefix(_: object, __: Any, prefix: str) -> None:
-    if prefix and not SAFE_NAME.fullmatch(prefix):
-        raise ValueError(
-            f"prefix {prefix!r} would make tool names providers reject: use letters, "
-            "digits, '_' or '-' (64 at most)"
-        )
-
-
-def _one_error(
-    errors: BaseExceptionGroup[BaseException], body: BaseException | None
-) -> BaseException:
-    """What leaves ``async with`` when the session's task group failed: its one error as
-    itself; several (or one beside the block's own ``body`` error) stay grouped."""
-    found = [*([body] if body is not None else []), *errors.exceptions]
-    if len(found) == 1 and not isinstance(found[0], BaseExceptionGroup):
-        return found[0]
-    return BaseExceptionGroup("errors in MCPToolset and its block", found)
+_CONTEXT = "__reactcore_tool_context__"  # the keyword the call's ToolContext comes as
 
 
 @attrs.define(eq=False)
@@ -129,7 +115,11 @@ class MCPToolset:
     ``limiter`` may be given instead); ``timeout`` overrides the agent's per-call timeout
     for these tools; ``connect_timeout`` bounds the handshake and the first listing.
     ``resource_tool`` adds a tool ``read_resource`` (after the prefix) through which the
-    model reads the server's resources.
+    model reads the server's resources. ``sampling`` (``True``: the agent's model; or a
+    ``ChatModel``) lets the server ask the model during a call, each request first put to
+    ``sampling_policy``; off by default (see ``_sampling``). A server asking the user for
+    input (elicitation) pauses the run, else ``elicitation_policy`` answers, else the
+    request is declined (see ``_elicitation``).
     """
 
     transport: Transport = attrs.field(
@@ -138,17 +128,17 @@ class MCPToolset:
     name: str | None = attrs.field(
         default=None, kw_only=True, validator=valid.text(non_empty=True, optional=True)
     )
-    prefix: str = attrs.field(default="", kw_only=True, validator=[valid.text(), _safe_prefix])
+    prefix: str = attrs.field(default="", kw_only=True, validator=[valid.text(), check_prefix])
     allow: frozenset[str] | None = attrs.field(
         default=None,
         kw_only=True,
-        converter=_names,
+        converter=name_set,
         validator=valid.each(valid.text(), names=True, optional=True),
     )
     deny: frozenset[str] = attrs.field(
         default=frozenset(),
         kw_only=True,
-        converter=_names,
+        converter=name_set,
         validator=valid.NAMES,
     )
     max_concurrency: int = attrs.field(default=8, kw_only=True, validator=valid.integer(minimum=1))
@@ -166,6 +156,13 @@ class MCPToolset:
         default=30.0, kw_only=True, validator=valid.number(positive=True)
     )
     resource_tool: bool = attrs.field(default=False, kw_only=True, validator=valid.boolean())
+    sampling: bool | ChatModel = attrs.field(default=False, kw_only=True, validator=SAMPLING_CHOICE)
+    sampling_policy: SamplingPolicy | None = attrs.field(
+        default=None, kw_only=True, validator=valid.function(optional=True)
+    )
+    elicitation_policy: ElicitationPolicy | None = attrs.field(
+        default=None, kw_only=True, validator=valid.function(optional=True)
+    )
 
     _group: anyio.abc.TaskGroup | None = attrs.field(default=None, init=False)
     _conn: Connection | None = attrs.field(default=None, init=False)
@@ -178,6 +175,7 @@ class MCPToolset:
     _server: str | None = attrs.field(default=None, init=False)
     _limiter: anyio.CapacityLimiter | None = attrs.field(default=None, init=False)
     _subscriptions: Subscriptions = attrs.field(factory=Subscriptions, init=False)
+    _calls: Calls = attrs.field(factory=Calls, init=False)
 
     @classmethod
     def stdio(
@@ -269,7 +267,7 @@ class MCPToolset:
             try:
                 await group.__aexit__(None, None, None)
             except BaseExceptionGroup as errors:
-                failure = _one_error(errors, exc)
+                failure = one_error(errors, exc)
             else:
                 return None
         finally:
@@ -323,7 +321,7 @@ class MCPToolset:
         """Add the server's current tools to the request (reconnecting first if needed)."""
         await self._connection()
         tools = self.tools
-        if not tools:
+        if not tools or request.purpose == SAMPLING:  # a server's own request: no tools
             return await handler(request)
         known = set(request.tools)
         names = (*request.tools, *(t.name for t in tools if t.name not in known))
@@ -464,10 +462,14 @@ class MCPToolset:
                 stack.enter_context(changed)
                 read, write = await stack.enter_async_context(self.transport.open())
                 screen = Screen()
+                named = lambda: self.server_name  # noqa: E731
+                sampler = Sampler(self.sampling, self.sampling_policy, self._calls, named)
                 session = ClientSession(
                     WatchedStream(read, down, screen),
                     ScreenedWrite(write, screen),
                     message_handler=lambda message: self._on_message(changes, message),
+                    sampling_callback=sampler if sampler.enabled else None,
+                    elicitation_callback=Elicitor(self.elicitation_policy, self._calls, named),
                 )
                 await stack.enter_async_context(session)
                 with anyio.fail_after(self.connect_timeout):
@@ -566,7 +568,10 @@ class MCPToolset:
         structured = spec.output_schema is not None
 
         async def call(**arguments: Any) -> ToolCallResponse:
-            return await self._call(remote, arguments, structured=structured)
+            context: ToolContext = arguments.pop(_CONTEXT)
+            return await self._call(remote, arguments, context, structured=structured)
+
+        call.check_decisions = check_decisions  # type: ignore[attr-defined]
 
         return Tool.from_schema(
             name,
@@ -575,15 +580,24 @@ class MCPToolset:
             call,
             check=schema_check(spec.input_schema, name),
             annotations=to_annotations(spec),
+            context=_CONTEXT,
             **self._options,
         )
 
     async def _call(
-        self, remote: str, arguments: dict[str, Any], *, structured: bool
+        self, remote: str, arguments: dict[str, Any], context: ToolContext, *, structured: bool
     ) -> ToolCallResponse:
         """Call ``remote`` on the server; a failure of the server raises ``MCPError``.
-        ``structured``: the tool declares an output schema (see ``to_response``)."""
+        ``structured``: the tool declares an output schema (see ``to_response``). The
+        server's requests meanwhile are answered in this call (see ``_inflight``); one that
+        pauses the run (an elicitation) stops the call, which answers with the interrupt."""
         conn = await self._connection()
-        with asking(conn, "the call"):
-            result = await conn.session.call_tool(remote, arguments)
+
+        async def body(_: InFlight) -> mt.CallToolResult:
+            with asking(conn, "the call"):
+                return await conn.session.call_tool(remote, arguments)
+
+        result = await self._calls.run(context, body)
+        if isinstance(result, Paused):
+            return waiting_for(result.waiting)
         return to_response(result, structured=structured)

@@ -20,12 +20,10 @@ http`` serves streamable HTTP on 127.0.0.1 at a free port and prints ``PORT <n>`
 from __future__ import annotations
 
 import os
-import socket
-import sys
 from typing import Any
 
-import anyio
 import mcp.types as mt
+from _serving import run
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 from mcp.shared.exceptions import MCPError
@@ -187,19 +185,5 @@ def forecast(city: str) -> Forecast:
     return Forecast(city=city, temp=21.5)
 
 
-async def serve_http() -> None:
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
-    await uvicorn.Server(config).serve(sockets=[sock])
-
-
 if __name__ == "__main__":
-    if sys.argv[1] == "http":
-        anyio.run(serve_http)
-    else:
-        server.run("stdio")
+    run(server)
