@@ -12,7 +12,7 @@ unexpired, as ``Authorization: Bearer``: otherwise Google's 401 ``UNAUTHENTICATE
 
 Gemini on Vertex refuses ``id`` on ``functionCall`` and ``functionResponse`` (400
 ``INVALID_ARGUMENT``, as Vertex does); Claude on Vertex refuses a body with ``model`` or
-without ``"anthropic_version": "vertex-2023-10-16"``. Refused requests are recorded, not
+without an ``anthropic_version``. Refused requests are recorded, not
 given to the script.
 """
 
@@ -40,7 +40,6 @@ _CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 _CLOCK_SKEW = 60
 _AUDIENCE = "https://oauth2.googleapis.com/token"
 """The audience of every assertion: Google's token endpoint, whatever ``token_uri`` is."""
-VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
 
 
 def _b64decode(text: str) -> bytes:
@@ -199,19 +198,19 @@ def gemini_body_refusal(payload: Any) -> ServerReply | None:
 
 
 def anthropic_body_refusal(payload: Any) -> ServerReply | None:
-    """Claude on Vertex's 400 for a body with ``model`` or without its
-    ``anthropic_version``, else None."""
+    """Claude on Vertex's 400 for a body with ``model`` or without an
+    ``anthropic_version``, else None. Any version is taken: reactcore sends
+    ``vertex-2023-10-16``, the installed ``anthropic`` SDK (2.17) its own API version."""
     if not isinstance(payload, dict):
         return None
     if "model" in payload:
         return anthropic_error_reply(
             400, "model: Extra inputs are not permitted", error_type="invalid_request_error"
         )
-    if payload.get("anthropic_version") != VERTEX_ANTHROPIC_VERSION:
+    version = payload.get("anthropic_version")
+    if not isinstance(version, str) or not version:
         return anthropic_error_reply(
-            400,
-            f"anthropic_version: Input should be '{VERTEX_ANTHROPIC_VERSION}'",
-            error_type="invalid_request_error",
+            400, "anthropic_version: Field required", error_type="invalid_request_error"
         )
     return None
 

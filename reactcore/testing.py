@@ -694,8 +694,8 @@ def serve_vertex_anthropic(script: Script) -> Iterator[VertexAIServer]:
     ``:streamRawPredict`` answering from ``script`` (the Anthropic replies:
     ``AnthropicSSEReply``, ``anthropic_message_reply``, ``anthropic_error_reply`` …), and
     Google's token endpoint at ``/token``. As Vertex, it answers 401 to a request without a
-    valid bearer token, and 400 to a body with ``model`` or without ``"anthropic_version":
-    "vertex-2023-10-16"`` (recorded, not given to the script). ``base_url`` ends with
+    valid bearer token, and 400 to a body with ``model`` or without an
+    ``anthropic_version`` (recorded, not given to the script). ``base_url`` ends with
     ``/v1``, as ``VertexAnthropicModel`` and the SDK's ``AnthropicVertex`` take it. It
     runs as ``serve_openai_compatible`` does."""
     checked = checked_script(_script_of(script), anthropic_body_refusal)

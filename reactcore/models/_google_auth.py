@@ -146,11 +146,13 @@ class GoogleAuth:
             return token
         async with self._lock:
             token = self._valid_token()  # another task may have refreshed meanwhile
-            if token is None:
-                await anyio.to_thread.run_sync(self._refresh)
-                token = self._valid_token()
-        if token is None:
-            raise ModelError("Google credentials were refreshed but hold no valid token")
+            if token is not None:
+                return token
+            await anyio.to_thread.run_sync(self._refresh)
+            # Just issued: used even when it lapses within google-auth's margin.
+            token = None if self.credentials is None else self.credentials.token
+        if not isinstance(token, str) or not token:
+            raise ModelError("Google credentials were refreshed but hold no token")
         return token
 
     def _refresh(self) -> None:
