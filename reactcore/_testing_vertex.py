@@ -32,7 +32,7 @@ from ._testing_anthropic import anthropic_error_reply
 from ._testing_gemini import gemini_error_reply
 
 if TYPE_CHECKING:
-    from .testing import HTTPReply, OpenAICompatibleServer, ServerReply
+    from .testing import HTTPReply, ServerReply
 
 TOKEN_PATH = "/token"
 _JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -46,7 +46,9 @@ def _b64decode(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def make_service_account(token_uri: str, project: str = "test-project") -> tuple[dict[str, Any], Any]:
+def make_service_account(
+    token_uri: str, project: str = "test-project"
+) -> tuple[dict[str, Any], Any]:
     """A service-account JSON (as the Cloud console makes it) with a fresh 2048-bit RSA
     key and ``token_uri``; and the key's public half, to check its signatures."""
     from cryptography.hazmat.primitives import serialization
@@ -152,9 +154,11 @@ class VertexServer:
             return f"Invalid JWT: the audience is not {_AUDIENCE}."
         if _CLOUD_PLATFORM not in str(claims.get("scope", "")).split():
             return "Invalid JWT: the cloud-platform scope is missing."
-        if not claims.get("iat", now + _CLOCK_SKEW + 1) <= now + _CLOCK_SKEW < claims.get(
-            "exp", 0
-        ) + 2 * _CLOCK_SKEW:
+        if (
+            not claims.get("iat", now + _CLOCK_SKEW + 1)
+            <= now + _CLOCK_SKEW
+            < claims.get("exp", 0) + 2 * _CLOCK_SKEW
+        ):
             return "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe."
         return dict(claims)
 
@@ -179,7 +183,10 @@ def _ids_in(contents: Any) -> str | None:
     for i, turn in enumerate(contents if isinstance(contents, list) else ()):
         parts = turn.get("parts") if isinstance(turn, dict) else None
         for j, part in enumerate(parts if isinstance(parts, list) else ()):
-            for key, field in (("functionCall", "function_call"), ("functionResponse", "function_response")):
+            for key, field in (
+                ("functionCall", "function_call"),
+                ("functionResponse", "function_response"),
+            ):
                 value = part.get(key) if isinstance(part, dict) else None
                 if isinstance(value, dict) and "id" in value:
                     return f"contents[{i}].parts[{j}].{field}"
@@ -193,7 +200,7 @@ def gemini_body_refusal(payload: Any) -> ServerReply | None:
         return None
     return gemini_error_reply(
         400,
-        f'Invalid JSON payload received. Unknown name "id" at \'{where}\': Cannot find field.',
+        f"Invalid JSON payload received. Unknown name \"id\" at '{where}': Cannot find field.",
     )
 
 
@@ -231,4 +238,3 @@ def root_of(base_url: str) -> str:
     """``scheme://host:port`` of ``base_url``."""
     parts = urlsplit(base_url)
     return f"{parts.scheme}://{parts.netloc}"
-

@@ -229,7 +229,10 @@ def test_the_claude_server_refuses_a_model_in_the_body_and_bad_tokens(start: Any
     bearer = {"Authorization": f"Bearer {anyio.run(token)}"}
     url = f"{srv.base_url}/projects/p/locations/{REGION}/publishers/anthropic/models/m:rawPredict"
     good = {"anthropic_version": "vertex-2023-10-16", "max_tokens": 5, "messages": []}
-    for body in ({**good, "model": "m"}, {k: v for k, v in good.items() if k != "anthropic_version"}):
+    for body in (
+        {**good, "model": "m"},
+        {k: v for k, v in good.items() if k != "anthropic_version"},
+    ):
         answer = httpx.post(url, json=body, headers=bearer)
         assert answer.status_code == 400 and answer.json()["type"] == "error"
     assert httpx.post(url, json=good).status_code == 401

@@ -11,6 +11,7 @@ environment then.
 
 from __future__ import annotations
 
+from ._google_auth import GoogleAuth as GoogleAuth
 from ._hosts import HOSTS as HOSTS
 from ._hosts import Host as Host
 from ._hosts import azure_host as azure_host
@@ -30,7 +31,6 @@ from .base import Usage as Usage
 from .gemini import GeminiModel as GeminiModel
 from .openai import OpenAIChatModel as OpenAIChatModel
 from .openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
-from ._google_auth import GoogleAuth as GoogleAuth
 from .vertex import VertexAnthropicModel as VertexAnthropicModel
 from .vertex import VertexGeminiModel as VertexGeminiModel
 
@@ -41,6 +41,7 @@ __all__ = [
     "ChatOptions",
     "ChunkAssembler",
     "GeminiModel",
+    "GoogleAuth",
     "Host",
     "ModelChunk",
     "ModelRequest",
@@ -50,11 +51,10 @@ __all__ = [
     "ToolCallDelta",
     "ToolSpec",
     "Usage",
+    "VertexAnthropicModel",
+    "VertexGeminiModel",
     "azure_host",
     "azure_model",
     "infer_model",
     "known_providers",
-    "GoogleAuth",
-    "VertexAnthropicModel",
-    "VertexGeminiModel",
 ]

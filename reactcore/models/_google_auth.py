@@ -86,7 +86,7 @@ def _transport() -> Any:
                 with httpx.Client(timeout=limit) as client:
                     answer = client.request(method, url, content=body, headers=headers)
             except httpx.HTTPError as exc:
-                raise google.auth.exceptions.TransportError(
+                raise google.auth.exceptions.TransportError(  # type: ignore[no-untyped-call]
                     f"{type(exc).__name__} on {method} {url}"
                 ) from None
             return _Response(answer)
@@ -165,7 +165,7 @@ class GoogleAuth:
             if self.credentials is None:
                 found, _ = google.auth.default(scopes=list(self.scopes))
                 self.credentials = found
-            self.credentials.refresh(_transport())
+            self.credentials.refresh(_transport())  # type: ignore[no-untyped-call]
         except google.auth.exceptions.DefaultCredentialsError as exc:
             problem = f"no Google Application Default Credentials: {exc}"
         except google.auth.exceptions.GoogleAuthError as exc:

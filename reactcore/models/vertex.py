@@ -104,7 +104,6 @@ def _default_credentials(model: HTTPModel) -> None:
         model.token_provider = GoogleAuth()
 
 
-
 @attrs.define(eq=False)
 class VertexGeminiModel(GeminiModel):
     """Gemini on Vertex AI (see the module): a ``GeminiModel`` at Vertex's URLs, with
