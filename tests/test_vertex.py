@@ -16,11 +16,12 @@ import anthropic
 import anyio
 import httpx
 import pytest
+import structlog
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from reactcore import AssistantMessage, ReactAgent, ToolCall, tool
+from reactcore import AssistantMessage, ModelCallRetried, ReactAgent, RunFailed, ToolCall, tool
 from reactcore._exceptions import ModelError, ModelHTTPError
 from reactcore._messages import UserMessage
 from reactcore.models import ModelRequest, infer_model
@@ -311,6 +312,42 @@ async def test_errors_are_retried_and_never_show_the_token(start: Any) -> None:
     assert caught.value.status_code == 400
     assert token not in str(caught.value) and token not in (caught.value.body or "")
     assert token not in repr(model) and token not in repr(model.token_provider)
+
+
+@pytest.mark.anyio
+async def test_claude_on_vertex_keeps_the_token_out_of_errors_logs_and_events(
+    start: Any,
+) -> None:
+    """Claude on Vertex: a 529 echoing the token is retried (a retry event, a log line), a
+    401 echoing it fails the run; the token is in none of the error, its body, the logs,
+    the events (``RunFailed`` carries the error) or the model's repr."""
+
+    def script(body: Any) -> Any:
+        (token,) = srv.auth.tokens
+        if len(srv.requests) == 1:
+            return anthropic_error_reply(
+                529, f"overloaded for {token}", error_type="overloaded_error"
+            )
+        return anthropic_error_reply(
+            401, f"token {token} refused", error_type="authentication_error"
+        )
+
+    srv = start(serve_vertex_anthropic, script)
+    events: list[Any] = []
+    with structlog.testing.capture_logs() as logs:
+        async with claude_on(srv) as model:
+            async with ReactAgent("a", model).stream("go") as stream:
+                events.extend([event async for event in stream])
+            seen = repr(model)
+    (token,) = srv.auth.tokens
+    failed = events[-1]
+    assert isinstance(failed, RunFailed) and isinstance(failed.error, ModelHTTPError)
+    assert failed.error.status_code == 401 and len(srv.requests) == 2
+    assert any(isinstance(e, ModelCallRetried) for e in events)
+    assert [e["event"] for e in logs].count("model_request_retry") == 1
+    for text in (str(failed.error), failed.error.body or "", repr(logs), repr(events), seen):
+        assert token not in text
+    assert token.split("-", 1)[1] not in repr(logs)
 
 
 @pytest.mark.anyio
