@@ -478,7 +478,8 @@ def test_missing_settings_name_the_variable(env: pytest.MonkeyPatch, tmp_path: P
 
 def test_vertex_provider_strings(env: pytest.MonkeyPatch) -> None:
     """``"google-vertex:<model>"`` and ``"anthropic-vertex:<model>"`` make the Vertex
-    models from the SDKs' variables, and say which variable is missing."""
+    models from the SDKs' variables, and say which variable is missing, or that
+    ``GOOGLE_APPLICATION_CREDENTIALS`` names no file."""
     with pytest.raises(ValueError, match="GOOGLE_CLOUD_PROJECT"):
         infer_model("google-vertex:gemini-2.5-flash")
     with pytest.raises(ValueError, match="ANTHROPIC_VERTEX_PROJECT_ID"):
@@ -490,6 +491,10 @@ def test_vertex_provider_strings(env: pytest.MonkeyPatch) -> None:
     env.setenv("CLOUD_ML_REGION", "us-east5")
     gemini = infer_model("google-vertex:gemini-2.5-flash")
     assert isinstance(gemini, VertexGeminiModel) and gemini.project == "gp"
+    env.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/sa.json")
+    with pytest.raises(ValueError, match="GOOGLE_APPLICATION_CREDENTIALS='/nonexistent"):
+        infer_model("google-vertex:gemini-2.5-flash")
+    env.delenv("GOOGLE_APPLICATION_CREDENTIALS")
     claude = infer_model("anthropic-vertex:claude-sonnet-4-5")
     assert isinstance(claude, VertexAnthropicModel) and claude.location == "us-east5"
     assert isinstance(claude.token_provider, GoogleAuth)

@@ -80,6 +80,17 @@ def _vertex_base_url(value: str | None, model: Any) -> str:
     return found.rstrip("/")
 
 
+def _base_url_field() -> Any:
+    """The ``base_url`` of a Vertex model: redefined after ``location``, which its default
+    (the location's host) depends on."""
+    return attrs.field(
+        default=None,
+        converter=attrs.Converter(_vertex_base_url, takes_self=True),
+        kw_only=True,
+        validator=URL,
+    )
+
+
 def _gemini_project(value: str | None) -> str:
     return _project(value, "GOOGLE_CLOUD_PROJECT", "Gemini on Vertex")
 
@@ -100,8 +111,18 @@ def _claude_region(value: str | None) -> str:
 
 
 def _default_credentials(model: HTTPModel) -> None:
-    if model.token_provider is None and model.api_key is None:
-        model.token_provider = GoogleAuth()
+    """Application Default Credentials unless the model has a token provider (or a key);
+    a ``GOOGLE_APPLICATION_CREDENTIALS`` naming no file is a ``ValueError`` now rather
+    than a failed call later."""
+    if model.token_provider is not None or model.api_key is not None:
+        return
+    path = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if path and not os.path.isfile(path):
+        raise ValueError(
+            f"GOOGLE_APPLICATION_CREDENTIALS={path!r} names no file: point it at a "
+            "service-account or credentials file, unset it, or pass token_provider="
+        )
+    model.token_provider = GoogleAuth()
 
 
 @attrs.define(eq=False)
@@ -126,13 +147,7 @@ class VertexGeminiModel(GeminiModel):
 
     project: str = attrs.field(default=None, converter=_gemini_project, kw_only=True)
     location: str = attrs.field(default=None, converter=_gemini_location, kw_only=True)
-    # Redefined after ``location``, which its default depends on.
-    base_url: str = attrs.field(
-        default=None,
-        converter=attrs.Converter(_vertex_base_url, takes_self=True),  # type: ignore[misc]
-        kw_only=True,
-        validator=URL,
-    )
+    base_url: str = _base_url_field()
     api_version: str = attrs.field(default="v1", kw_only=True, validator=URL)
 
     def __attrs_post_init__(self) -> None:
@@ -172,12 +187,7 @@ class VertexAnthropicModel(AnthropicModel):
 
     project: str = attrs.field(default=None, converter=_claude_project, kw_only=True)
     location: str = attrs.field(default=None, converter=_claude_region, kw_only=True)
-    base_url: str = attrs.field(
-        default=None,
-        converter=attrs.Converter(_vertex_base_url, takes_self=True),  # type: ignore[misc]
-        kw_only=True,
-        validator=URL,
-    )
+    base_url: str = _base_url_field()
 
     def __attrs_post_init__(self) -> None:
         _default_credentials(self)
