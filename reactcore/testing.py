@@ -1,7 +1,8 @@
 """Public test helpers: a scripted chat model, local OpenAI-compatible, Anthropic,
-OpenAI Responses, Gemini and Azure OpenAI servers, and cassettes that record a run's model
-traffic and tool I/O and replay it offline (``Cassette``, see ``reactcore._cassettes``; the
-pytest fixture is in ``reactcore.pytest_plugin``).
+OpenAI Responses, Gemini, Azure OpenAI and Vertex AI (Gemini and Claude) servers, and
+cassettes that record a run's model traffic and tool I/O and replay it offline
+(``Cassette``, see ``reactcore._cassettes``; the pytest fixture is in
+``reactcore.pytest_plugin``).
 
 ``ScriptedChatModel`` answers from a script, with no network (see its module).
 
@@ -83,6 +84,16 @@ from ._testing_responses import responses_error_reply as responses_error_reply
 from ._testing_responses import responses_events as responses_events
 from ._testing_responses import responses_json as responses_json
 from ._testing_responses import responses_reply as responses_reply
+from ._testing_vertex import (
+    TOKEN_PATH,
+    VertexServer,
+    anthropic_body_refusal,
+    checked_script,
+    gemini_body_refusal,
+    root_of,
+    unauthenticated_reply,
+)
+from ._testing_vertex import make_service_account as make_service_account
 from .models.base import ModelChunk, ToolCallDelta, Usage
 from .models.scripted import ScriptedChatModel as ScriptedChatModel
 from .models.scripted import character_usage as character_usage
@@ -112,6 +123,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "ServerReply",
+    "VertexAIServer",
     "anthropic_error_reply",
     "anthropic_events",
     "anthropic_message_json",
@@ -131,6 +143,7 @@ __all__ = [
     "gemini_reply",
     "gemini_response_json",
     "gemini_usage_json",
+    "make_service_account",
     "message_chunks",
     "responses_error_reply",
     "responses_events",
@@ -141,6 +154,8 @@ __all__ = [
     "serve_gemini",
     "serve_openai_compatible",
     "serve_openai_responses",
+    "serve_vertex_anthropic",
+    "serve_vertex_gemini",
 ]
 
 _ASGIMessage: TypeAlias = MutableMapping[str, Any]
@@ -476,6 +491,8 @@ class _App:
     server: OpenAICompatibleServer
     route: str | re.Pattern[str] = "/chat/completions"
     refuse: Callable[[str, str, Mapping[str, str]], ServerReply | None] | None = None
+    other: Callable[[str, bytes], ServerReply | None] | None = None
+    """Answers a request off the route (the Vertex token endpoint's form posts), else None."""
     ready: threading.Event = attrs.field(factory=threading.Event)
     stopping: anyio.Event | None = None
     token: EventLoopToken | None = None
@@ -502,6 +519,10 @@ class _App:
     async def _http(self, scope: _ASGIMessage, exchange: Exchange) -> None:
         body = await _read_body(exchange.receive)
         path = scope["path"]
+        other = None if self.other is None else self.other(path, body)
+        if other is not None:
+            await other.respond(exchange)
+            return
         routed = (
             self.route.fullmatch(path) is not None
             if isinstance(self.route, re.Pattern)
@@ -609,6 +630,93 @@ def serve_gemini(script: Script) -> Iterator[OpenAICompatibleServer]:
         yield server
 
 
+@attrs.define(eq=False)
+class VertexAIServer(OpenAICompatibleServer):
+    """A running loopback Vertex AI server (``serve_vertex_gemini``,
+    ``serve_vertex_anthropic``): what ``OpenAICompatibleServer`` records, and ``auth``,
+    its OAuth side — ``auth.service_account`` (a service-account JSON with a fresh RSA key
+    whose ``token_uri`` is this server's ``/token``; ``auth.write_service_account(path)``
+    writes it), ``auth.token_requests`` (the claims of each JWT assertion exchanged),
+    ``auth.tokens`` and ``auth.token_lifetime``."""
+
+    auth: VertexServer = attrs.field(kw_only=True)
+
+    @property
+    def project(self) -> str:
+        """The service account's project."""
+        return self.auth.project
+
+
+_Refuse: TypeAlias = Callable[[str, str, Mapping[str, str]], ServerReply | None]
+_Made: TypeAlias = tuple[
+    OpenAICompatibleServer, _Refuse | None, Callable[[str, bytes], ServerReply | None] | None
+]
+
+
+def _vertex_server(base_url: str) -> _Made:
+    auth = VertexServer(f"{root_of(base_url)}{TOKEN_PATH}")
+    server = VertexAIServer(base_url, auth=auth)
+
+    def refuse(path: str, query: str, headers: Mapping[str, str]) -> ServerReply | None:
+        return None if auth.token_valid(headers) else unauthenticated_reply()
+
+    return server, refuse, auth.token_reply
+
+
+# Vertex's ``generateContent`` / ``streamGenerateContent`` of a Google model, any version.
+_VERTEX_GEMINI_ROUTE = re.compile(
+    r"/v1\w*/projects/[^/]+/locations/[^/]+/publishers/google/models/[^/:]+"
+    r":(?:stream)?[gG]enerateContent"
+)
+_VERTEX_ANTHROPIC_ROUTE = re.compile(
+    r"/v1/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/[^/:]+"
+    r":(?:streamRawPredict|rawPredict)"
+)
+
+
+def _script_of(script: Script) -> Callable[[Any], ServerReply]:
+    return script if callable(script) else _in_order(script)
+
+
+@contextmanager
+def serve_vertex_gemini(script: Script) -> Iterator[VertexAIServer]:
+    """Run a loopback Gemini-on-Vertex server for the block: ``POST /v1/projects/{project}/
+    locations/{location}/publishers/google/models/{model}:generateContent`` and
+    ``:streamGenerateContent`` (any API version: ``v1beta1`` is ``google-genai``'s)
+    answering from ``script`` (the Gemini replies: ``GeminiSSEReply``, ``gemini_reply``,
+    ``gemini_error_reply`` …), and Google's token endpoint at ``/token``. As Vertex, it
+    answers 401 to a request without a valid bearer token (one the token endpoint issued,
+    unexpired) and 400 to one with ``id`` on a ``functionCall`` / ``functionResponse``
+    (recorded, not given to the script). ``base_url`` is what ``VertexGeminiModel`` and
+    ``google-genai``'s ``http_options.base_url`` take. It runs as
+    ``serve_openai_compatible`` does."""
+    checked = checked_script(_script_of(script), gemini_body_refusal)
+    with _serve(
+        checked, "", _VERTEX_GEMINI_ROUTE, "Vertex Gemini", make_server=_vertex_server
+    ) as server:
+        assert isinstance(server, VertexAIServer)
+        yield server
+
+
+@contextmanager
+def serve_vertex_anthropic(script: Script) -> Iterator[VertexAIServer]:
+    """Run a loopback Claude-on-Vertex server for the block: ``POST /v1/projects/{project}/
+    locations/{region}/publishers/anthropic/models/{model}:rawPredict`` and
+    ``:streamRawPredict`` answering from ``script`` (the Anthropic replies:
+    ``AnthropicSSEReply``, ``anthropic_message_reply``, ``anthropic_error_reply`` …), and
+    Google's token endpoint at ``/token``. As Vertex, it answers 401 to a request without a
+    valid bearer token, and 400 to a body with ``model`` or without an
+    ``anthropic_version`` (recorded, not given to the script). ``base_url`` ends with
+    ``/v1``, as ``VertexAnthropicModel`` and the SDK's ``AnthropicVertex`` take it. It
+    runs as ``serve_openai_compatible`` does."""
+    checked = checked_script(_script_of(script), anthropic_body_refusal)
+    with _serve(
+        checked, "/v1", _VERTEX_ANTHROPIC_ROUTE, "Claude on Vertex", make_server=_vertex_server
+    ) as server:
+        assert isinstance(server, VertexAIServer)
+        yield server
+
+
 @contextmanager
 def _serve(
     script: Script,
@@ -616,13 +724,22 @@ def _serve(
     route: str | re.Pattern[str],
     kind: str,
     refuse: Callable[[str, str, Mapping[str, str]], ServerReply | None] | None = None,
+    *,
+    make_server: Callable[[str], _Made] | None = None,
 ) -> Iterator[OpenAICompatibleServer]:
+    """``make_server(base_url)``, when given, makes the server object with its own
+    refusals and off-route answers (``_Made``)."""
     import uvicorn  # a test dependency, not a core one
 
     sock = _listening_socket()
     host, port = sock.getsockname()
-    server = OpenAICompatibleServer(f"http://{host}:{port}{prefix}")
-    app = _App(script if callable(script) else _in_order(script), server, route, refuse)
+    base_url = f"http://{host}:{port}{prefix}"
+    other = None
+    if make_server is None:
+        server = OpenAICompatibleServer(base_url)
+    else:
+        server, refuse, other = make_server(base_url)
+    app = _App(script if callable(script) else _in_order(script), server, route, refuse, other)
     config = uvicorn.Config(
         app, loop="asyncio", http="h11", ws="none", lifespan="on", log_config=None
     )

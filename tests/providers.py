@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import itertools
 import json
-from collections.abc import Callable, Mapping
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 import attrs
@@ -28,7 +32,14 @@ from reactcore import (
     OpenAIChatModel,
     OpenAIResponsesModel,
 )
-from reactcore.models import Usage, azure_model
+from reactcore.models import (
+    GoogleAuth,
+    Usage,
+    VertexAnthropicModel,
+    VertexGeminiModel,
+    azure_model,
+)
+from reactcore.models._google_auth import CLOUD_PLATFORM
 from reactcore.testing import (
     AnthropicSSEReply,
     GeminiSSEReply,
@@ -37,6 +48,7 @@ from reactcore.testing import (
     ResponsesSSEReply,
     ServerReply,
     SSEReply,
+    VertexAIServer,
     anthropic_error_reply,
     anthropic_events,
     azure_error_reply,
@@ -51,6 +63,8 @@ from reactcore.testing import (
     serve_gemini,
     serve_openai_compatible,
     serve_openai_responses,
+    serve_vertex_anthropic,
+    serve_vertex_gemini,
 )
 
 KEY = "sk-provider-scenarios-4c2e"
@@ -431,6 +445,130 @@ class GeminiDriver:
             assert body["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 1024}
 
 
+@contextlib.contextmanager
+def _serve_vertex(
+    serve: Callable[[Any], contextlib.AbstractContextManager[VertexAIServer]], script: Any
+) -> Iterator[VertexAIServer]:
+    """A loopback Vertex server whose service account is, for the block, the Application
+    Default Credentials (``GOOGLE_APPLICATION_CREDENTIALS``, in a temporary file) and
+    ``CLOUD_ML_REGION`` set: what a child process making the model from its string
+    needs (the crash scenario). Both are restored after the block."""
+    saved = {v: os.environ.get(v) for v in _VERTEX_VARIABLES}
+    with tempfile.TemporaryDirectory() as directory, serve(script) as server:
+        path = server.auth.write_service_account(Path(directory) / "service-account.json")
+        os.environ["GOOGLE_APPLICATION_CREDENTIALS"] = path
+        os.environ["CLOUD_ML_REGION"] = REGION
+        try:
+            yield server
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+_VERTEX_VARIABLES = ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUD_ML_REGION")
+REGION = "us-east5"
+
+
+def _vertex_auth(server: OpenAICompatibleServer) -> GoogleAuth:
+    """Tokens for ``server``'s service account (given, not read from the environment)."""
+    from google.oauth2 import service_account
+
+    assert isinstance(server, VertexAIServer)
+    info = server.auth.service_account
+    scopes = [CLOUD_PLATFORM]
+    return GoogleAuth(service_account.Credentials.from_service_account_info(info, scopes=scopes))
+
+
+@attrs.frozen
+class VertexGeminiDriver(GeminiDriver):
+    """Gemini on Vertex AI: the Gemini wire at Vertex's URLs with OAuth tokens; no call
+    ids go back (the server refuses them), so tool results pair with their calls by
+    order: the i-th response answers the i-th call, which the scenarios name
+    ``toolu_{i}``."""
+
+    name: ClassVar[str] = "google-vertex"
+    model_string: ClassVar[str] = "google-vertex:gemini-test"
+    base_url_variable: ClassVar[str] = "GOOGLE_VERTEX_BASE_URL"
+    api_key_variable: ClassVar[str] = "GOOGLE_CLOUD_PROJECT"  # no key: the project
+    serve: ClassVar[Serve] = staticmethod(functools.partial(_serve_vertex, serve_vertex_gemini))
+
+    def model(
+        self,
+        server: OpenAICompatibleServer,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        thinking: bool = False,
+    ) -> ChatModel:
+        return VertexGeminiModel(
+            "gemini-test",
+            project=KEY,
+            location="us-central1",
+            base_url=server.base_url,
+            token_provider=_vertex_auth(server),
+            http_client=http_client,
+            retry_backoff=0.01,
+            thinking_budget=1024 if thinking else None,
+        )
+
+    def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
+        parts = body["contents"][-1]["parts"]
+        responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        assert all("id" not in r for r in responses)
+        return {
+            f"toolu_{i}": (
+                r["response"].get("output", r["response"].get("error")),
+                "error" in r["response"],
+            )
+            for i, r in enumerate(responses)
+        }
+
+
+@attrs.frozen
+class VertexAnthropicDriver(AnthropicDriver):
+    """Claude on Vertex AI: the Messages wire at ``rawPredict`` / ``streamRawPredict``
+    with OAuth tokens, the body without ``model`` and with ``anthropic_version``."""
+
+    name: ClassVar[str] = "anthropic-vertex"
+    model_string: ClassVar[str] = "anthropic-vertex:claude-test"
+    base_url_variable: ClassVar[str] = "ANTHROPIC_VERTEX_BASE_URL"
+    api_key_variable: ClassVar[str] = "ANTHROPIC_VERTEX_PROJECT_ID"  # no key: the project
+    serve: ClassVar[Serve] = staticmethod(functools.partial(_serve_vertex, serve_vertex_anthropic))
+
+    def model(
+        self,
+        server: OpenAICompatibleServer,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        thinking: bool = False,
+    ) -> ChatModel:
+        return VertexAnthropicModel(
+            "claude-test",
+            project=KEY,
+            location=REGION,
+            base_url=server.base_url,
+            token_provider=_vertex_auth(server),
+            http_client=http_client,
+            retry_backoff=0.01,
+            thinking_budget=1024 if thinking else None,
+        )
+
+    def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
+        """As Anthropic's, with Vertex's body: no ``model``, its ``anthropic_version``."""
+        super().check_round_trip(body, thinking=thinking)
+        assert "model" not in body and body["anthropic_version"] == "vertex-2023-10-16"
+
+
+def data_key(driver: Provider) -> str:
+    """The key of the driver's provider data on messages: Vertex's models keep Gemini's
+    and Anthropic's."""
+    return {"google-vertex": "google", "anthropic-vertex": "anthropic"}.get(
+        driver.name, driver.name
+    )
+
+
 Provider = OpenAIChatDriver | AnthropicDriver | OpenAIResponsesDriver | GeminiDriver
 PROVIDERS: list[Provider] = [
     OpenAIChatDriver(),
@@ -438,6 +576,8 @@ PROVIDERS: list[Provider] = [
     OpenAIResponsesDriver(),
     GeminiDriver(),
     AzureDriver(),
+    VertexGeminiDriver(),
+    VertexAnthropicDriver(),
 ]
 
 
@@ -455,4 +595,6 @@ def check_only_own_opaque_data(provider: Provider, body: Mapping[str, Any]) -> N
     sent = json.dumps(body)
     for driver in PROVIDERS:
         if driver.signature is not None:
-            assert (driver.signature in sent) == (driver.name == provider.name), driver.name
+            assert (driver.signature in sent) == (data_key(driver) == data_key(provider)), (
+                driver.name
+            )

@@ -379,7 +379,7 @@ def test_the_provider_table_pins_every_feature_of_every_provider_to_a_test() -> 
     """The models page has a column for each provider ``infer_model`` knows (named by its
     class and provider string) and a row for each feature; every cell names the test
     that holds it (which ``test_every_test_the_docs_name_exists`` checks exists)."""
-    from reactcore.models._infer import _PROVIDERS
+    from reactcore.models._infer import _AZURE, _PROVIDERS, _VERTEX
 
     rows = {row[0]: row[1:] for row in _provider_table()}
     heads = rows["class, string"]
@@ -387,7 +387,10 @@ def test_the_provider_table_pins_every_feature_of_every_provider_to_a_test() -> 
         column = [i for i, cell in enumerate(heads) if f"`{cls.__name__}`" in cell]
         assert column, f"no column for {cls.__name__}"
         assert f'`"{prefix}:…"`' in heads[column[0]], prefix
-    assert len(heads) == len(set(_PROVIDERS.values()))
+    for prefix in (*_AZURE, *_VERTEX):
+        assert any(f'`"{prefix}:…"`' in cell for cell in heads), prefix
+    # A column per API, and one each for the OpenAI-compatible hosts, Azure and Vertex AI.
+    assert len(heads) == len(set(_PROVIDERS.values())) + 3
     for feature in _FEATURES:
         cells = rows[feature]
         assert len(cells) == len(heads), feature

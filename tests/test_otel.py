@@ -628,6 +628,8 @@ _CONVENTION_NAMES = {
     "openai-responses": "openai",
     "google": "gcp.gemini",
     "azure": "azure.ai.openai",
+    "google-vertex": "gcp.vertex_ai",
+    "anthropic-vertex": "gcp.vertex_ai",
 }
 
 

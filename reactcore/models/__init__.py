@@ -4,12 +4,14 @@ implement it, one module per provider wire format over one shared HTTP layer.
 A model can be named by a provider string, ``"openai:gpt-4.1"``,
 ``"anthropic:claude-sonnet-4-5"``, ``"openai-responses:gpt-5"`` or
 ``"google:gemini-2.5-flash"``, an OpenAI-compatible host's ``"groq:…"``, ``"ollama:…"``
-(``HOSTS``) or Azure's ``"azure:<deployment>"`` (``infer_model``); keys and base URLs come
-from the environment then.
+(``HOSTS``), Azure's ``"azure:<deployment>"`` or Vertex AI's ``"google-vertex:…"`` and
+``"anthropic-vertex:…"`` (``infer_model``); keys, base URLs and projects come from the
+environment then.
 """
 
 from __future__ import annotations
 
+from ._google_auth import GoogleAuth as GoogleAuth
 from ._hosts import HOSTS as HOSTS
 from ._hosts import Host as Host
 from ._hosts import azure_host as azure_host
@@ -29,6 +31,8 @@ from .base import Usage as Usage
 from .gemini import GeminiModel as GeminiModel
 from .openai import OpenAIChatModel as OpenAIChatModel
 from .openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
+from .vertex import VertexAnthropicModel as VertexAnthropicModel
+from .vertex import VertexGeminiModel as VertexGeminiModel
 
 __all__ = [
     "HOSTS",
@@ -37,6 +41,7 @@ __all__ = [
     "ChatOptions",
     "ChunkAssembler",
     "GeminiModel",
+    "GoogleAuth",
     "Host",
     "ModelChunk",
     "ModelRequest",
@@ -46,6 +51,8 @@ __all__ = [
     "ToolCallDelta",
     "ToolSpec",
     "Usage",
+    "VertexAnthropicModel",
+    "VertexGeminiModel",
     "azure_host",
     "azure_model",
     "infer_model",

@@ -135,9 +135,12 @@ def _function_call(call: ToolCall, send_id: bool, ids: set[str]) -> dict[str, An
     return {"functionCall": function}
 
 
-def model_parts(message: AssistantMessage) -> tuple[list[dict[str, Any]], set[str]]:
+def model_parts(
+    message: AssistantMessage, *, call_ids: bool = True
+) -> tuple[list[dict[str, Any]], set[str]]:
     """The parts of ``message`` as a ``model`` turn, signatures where they came (see the
-    module); and the ids sent with its calls (their responses carry them too)."""
+    module); and the ids sent with its calls (their responses carry them too).
+    ``call_ids=False`` sends no call any id (Vertex AI refuses the field)."""
     layout = layout_of(message)
     calls = message.tool_calls
     text = message.text
@@ -160,8 +163,9 @@ def model_parts(message: AssistantMessage) -> tuple[list[dict[str, Any]], set[st
         elif entry["index"] < len(calls) and entry["index"] not in used:
             used.add(entry["index"])
             call = calls[entry["index"]]
-            parts.append(_sign(_function_call(call, entry.get("made_id") is not True, ids), entry))
-    parts += [_function_call(c, True, ids) for i, c in enumerate(calls) if i not in used]
+            send_id = call_ids and entry.get("made_id") is not True
+            parts.append(_sign(_function_call(call, send_id, ids), entry))
+    parts += [_function_call(c, call_ids, ids) for i, c in enumerate(calls) if i not in used]
     if text and not fits:
         if text_at is None:  # no text in the layout: before the first call
             text_at = next((i for i, p in enumerate(parts) if "functionCall" in p), len(parts))

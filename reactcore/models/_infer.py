@@ -14,6 +14,11 @@ and ``"azure-responses:<deployment>"`` are Azure OpenAI, configured as the ``ope
 ``AzureOpenAI`` is: ``AZURE_OPENAI_ENDPOINT``, ``AZURE_OPENAI_API_KEY`` and
 ``OPENAI_API_VERSION`` (unset: the v1 API); an Entra token needs a model object with
 ``token_provider=`` (``azure_model``).
+``"google-vertex:<model>"`` is Gemini on Vertex AI (``GOOGLE_CLOUD_PROJECT``,
+``GOOGLE_CLOUD_LOCATION``, ``GOOGLE_VERTEX_BASE_URL``) and ``"anthropic-vertex:<model>"``
+Claude on Vertex AI (``ANTHROPIC_VERTEX_PROJECT_ID``, ``CLOUD_ML_REGION``,
+``ANTHROPIC_VERTEX_BASE_URL``), both with Application Default Credentials; a missing
+project or region is a ``ValueError`` naming its variable.
 ``ReactAgent`` and ``ModelFallbackInterceptor`` take such strings through ``as_chat_model``,
 the one place a string becomes a model.
 """
@@ -29,6 +34,7 @@ from .base import ChatModel
 from .gemini import GeminiModel
 from .openai import OpenAIChatModel
 from .openai_responses import OpenAIResponsesModel
+from .vertex import VertexAnthropicModel, VertexGeminiModel
 
 _PROVIDERS: dict[str, type[HTTPModel]] = {
     "anthropic": AnthropicModel,
@@ -45,10 +51,18 @@ _AZURE: dict[str, type[HTTPModel]] = {
 }
 
 
+# Vertex AI: the model's own settings and credentials come from the SDKs' variables
+# (project, location) and Application Default Credentials, checked when it is made.
+_VERTEX: dict[str, type[HTTPModel]] = {
+    "google-vertex": VertexGeminiModel,
+    "anthropic-vertex": VertexAnthropicModel,
+}
+
+
 def known_providers() -> tuple[str, ...]:
     """The provider names ``infer_model`` knows, sorted: the APIs, the OpenAI-compatible
-    hosts and Azure."""
-    return tuple(sorted([*_PROVIDERS, *HOSTS, *_AZURE]))
+    hosts, Azure and Vertex AI."""
+    return tuple(sorted([*_PROVIDERS, *HOSTS, *_AZURE, *_VERTEX]))
 
 
 def _hosted(name: str, model: str, cls: type[HTTPModel], host: Host) -> ChatModel:
@@ -87,6 +101,8 @@ def infer_model(name: str) -> ChatModel:
     if provider in _AZURE:
         host = azure_host(os.environ.get("OPENAI_API_VERSION") or None)
         return _hosted(name, model, _AZURE[provider], host)
+    if provider in _VERTEX:
+        return _VERTEX[provider](model)
     found = _PROVIDERS.get(provider)
     if found is None:
         raise ValueError(

@@ -133,9 +133,11 @@ def _function_response(response: ToolResponse, ids: set[str]) -> dict[str, Any]:
     return {"functionResponse": function}
 
 
-def contents(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def contents(messages: Iterable[Message], *, call_ids: bool = True) -> list[dict[str, Any]]:
     """The conversation (without system messages) as ``contents``: consecutive turns of
-    one role joined, turns without parts left out."""
+    one role joined, turns without parts left out. ``call_ids=False``: no ``id`` on any
+    ``functionCall`` or ``functionResponse`` (Vertex AI refuses the field; calls and
+    responses then pair by order and name)."""
     out: list[dict[str, Any]] = []
     ids: set[str] = set()  # the call ids sent so far: their responses carry them
     for message in messages:
@@ -143,7 +145,7 @@ def contents(messages: Iterable[Message]) -> list[dict[str, Any]]:
             case UserMessage(text=text, parts=parts):
                 role, turn = "user", _parts(text, parts)
             case AssistantMessage():
-                turn, sent = model_parts(message)
+                turn, sent = model_parts(message, call_ids=call_ids)
                 role = "model"
                 ids |= sent
             case ToolResponseMessage(responses=responses):
@@ -221,13 +223,15 @@ def request_body(
     *,
     stop_sequences: tuple[str, ...] = (),
     thinking: Mapping[str, Any] | None = None,
+    call_ids: bool = True,
 ) -> dict[str, Any]:
     """The JSON body of a ``generateContent`` request for ``request`` (see the module);
-    ``thinking`` is the ``thinkingConfig``."""
+    ``thinking`` is the ``thinkingConfig``; ``call_ids=False`` sends no call ids
+    (``contents``)."""
     options = request.options
     systems = [request.system_message] if request.system_message is not None else []
     systems += [m for m in request.messages if isinstance(m, SystemMessage)]
-    body: dict[str, Any] = {"contents": contents(request.messages)}
+    body: dict[str, Any] = {"contents": contents(request.messages, call_ids=call_ids)}
     system = "\n\n".join(m.text for m in systems if m.text)
     if system:
         body["systemInstruction"] = {"parts": [{"text": system}]}
@@ -358,8 +362,16 @@ class GeminiModel(HTTPModel):
             config["includeThoughts"] = True
         return config
 
+    call_ids: ClassVar[bool] = True
+    """Whether calls and their responses carry their ids (Vertex AI refuses them)."""
+
     def _body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
-        return request_body(request, stop_sequences=self.stop_sequences, thinking=self._thinking())
+        return request_body(
+            request,
+            stop_sequences=self.stop_sequences,
+            thinking=self._thinking(),
+            call_ids=self.call_ids,
+        )
 
     def _url(self, request: ModelRequest, *, stream: bool) -> str:
         model = request.options.model or self.model
