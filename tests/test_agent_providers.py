@@ -1,5 +1,5 @@
 """Agent scenarios over every wire dialect (OpenAI chat completions, Anthropic, OpenAI
-Responses, Gemini) — each a real loopback server, spoken to through the provider drivers
+Responses, Gemini, Azure OpenAI, Amazon Bedrock) — each a real loopback server, spoken to through the provider drivers
 of ``tests/providers.py`` — on asyncio and trio: a parallel batch under
 a limit, approval and resume from SQLite with thinking blocks (or encrypted reasoning)
 intact, structured output with retries, 429/529, a stream cut inside a tool call,
@@ -65,7 +65,7 @@ def provider(request: pytest.FixtureRequest) -> Provider:
     return request.param  # type: ignore[no-any-return]
 
 
-OPENAI, ANTHROPIC, RESPONSES, GEMINI, AZURE = PROVIDERS
+OPENAI, ANTHROPIC, RESPONSES, GEMINI, AZURE, BEDROCK = PROVIDERS
 SIGNATURE = ANTHROPIC_SIGNATURE
 
 

@@ -3,9 +3,10 @@ implement it, one module per provider wire format over one shared HTTP layer.
 
 A model can be named by a provider string, ``"openai:gpt-4.1"``,
 ``"anthropic:claude-sonnet-4-5"``, ``"openai-responses:gpt-5"`` or
-``"google:gemini-2.5-flash"``, an OpenAI-compatible host's ``"groq:…"``, ``"ollama:…"``
-(``HOSTS``) or Azure's ``"azure:<deployment>"`` (``infer_model``); keys and base URLs come
-from the environment then.
+``"google:gemini-2.5-flash"``, Amazon Bedrock's ``"bedrock:<model id>"``, an
+OpenAI-compatible host's ``"groq:…"``, ``"ollama:…"`` (``HOSTS``) or Azure's
+``"azure:<deployment>"`` (``infer_model``); keys and base URLs come from the environment
+then.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .base import ModelResponse as ModelResponse
 from .base import ToolCallDelta as ToolCallDelta
 from .base import ToolSpec as ToolSpec
 from .base import Usage as Usage
+from .bedrock import BedrockModel as BedrockModel
 from .gemini import GeminiModel as GeminiModel
 from .openai import OpenAIChatModel as OpenAIChatModel
 from .openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
@@ -33,6 +35,7 @@ from .openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
 __all__ = [
     "HOSTS",
     "AnthropicModel",
+    "BedrockModel",
     "ChatModel",
     "ChatOptions",
     "ChunkAssembler",

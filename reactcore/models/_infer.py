@@ -16,6 +16,11 @@ and ``"azure-responses:<deployment>"`` are Azure OpenAI, configured as the ``ope
 ``token_provider=`` (``azure_model``).
 ``ReactAgent`` and ``ModelFallbackInterceptor`` take such strings through ``as_chat_model``,
 the one place a string becomes a model.
+``"bedrock:<model id or inference profile>"`` is Amazon Bedrock's Converse API, configured
+as boto3 is: ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, the standard credential chain (or
+``AWS_BEARER_TOKEN_BEDROCK``), ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` then
+``AWS_ENDPOINT_URL``; nothing is checked before the first call, when the chain is
+resolved.
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from ._client import HTTPModel
 from ._hosts import HOSTS, Host, azure_host
 from .anthropic import AnthropicModel
 from .base import ChatModel
+from .bedrock import BedrockModel
 from .gemini import GeminiModel
 from .openai import OpenAIChatModel
 from .openai_responses import OpenAIResponsesModel
 
 _PROVIDERS: dict[str, type[HTTPModel]] = {
     "anthropic": AnthropicModel,
+    "bedrock": BedrockModel,
     "google": GeminiModel,
     "google-gla": GeminiModel,  # pydantic-ai's name for the Gemini API
     "openai": OpenAIChatModel,
@@ -92,6 +99,8 @@ def infer_model(name: str) -> ChatModel:
         raise ValueError(
             f"unknown model provider {provider!r} in {name!r}; known providers: {known}"
         )
+    if found is BedrockModel:  # the AWS credential chain is resolved when signing
+        return found(model)
     variables = (*found.api_key_variables, found.base_url_variable)
     if not any(os.environ.get(v) for v in variables):
         keys = " or ".join(found.api_key_variables)
