@@ -23,6 +23,7 @@ from reactcore import (
     AssistantMessage,
     FilePart,
     ImagePart,
+    ModelError,
     ModelHTTPError,
     ModelStreamError,
     ToolCall,
@@ -343,3 +344,129 @@ async def test_cache_usage_is_read() -> None:
             answer = await model.call(ModelRequest([UserMessage("hi")]))
     assert answer.usage == usage
     assert server.requests[0]["messages"] == [{"role": "user", "content": [{"text": "hi"}]}]
+
+
+@pytest.mark.anyio
+async def test_converse_stream_reads_frames_cut_across_chunks() -> None:
+    """``stream`` asks for the event stream (``Accept``), reads frames cut every 3 bytes
+    into the same message a whole answer gives: reasoning signed with its position, text,
+    the call, usage."""
+    from reactcore.models import ChunkAssembler
+
+    with serve_bedrock([BedrockStreamReply.of(ASKS, split=3), bedrock_reply(ASKS)]) as server:
+        async with _model(server.base_url) as model:
+            assembler = ChunkAssembler()
+            async with model.stream(ModelRequest([UserMessage("hi")])) as chunks:
+                async for chunk in chunks:
+                    assembler.add(chunk)
+            whole = await model.call(ModelRequest([UserMessage("hi")]))
+    streamed = assembler.result().message
+    assert streamed.text == whole.message.text == "Checking."
+    assert streamed.reasoning == whole.message.reasoning == "Paris first."
+    assert streamed.tool_calls == whole.message.tool_calls
+    assert streamed.provider_data == whole.message.provider_data
+    assert server.request_headers[0]["accept"] == "application/vnd.amazon.eventstream"
+    assert server.request_paths[0].endswith("/converse-stream")
+    assert server.request_headers[0]["x-amz-security-token"] == "session-token-of-the-test"
+
+
+def _no_aws_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """An environment where botocore finds only what the test puts there."""
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_BEARER_TOKEN_BEDROCK",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.mark.anyio
+async def test_the_standard_chain_environment_and_profiles_sign(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Without keys given, botocore's chain is used: the environment's keys with
+    ``AWS_DEFAULT_REGION``, then a profile of the shared credentials file; the server
+    accepts both signatures. An unknown profile is a ``ModelError`` naming it."""
+    _no_aws_files(monkeypatch, tmp_path)
+    (tmp_path / "credentials").write_text(
+        f"[dev]\naws_access_key_id = {TEST_ACCESS_KEY_ID}\n"
+        f"aws_secret_access_key = {TEST_SECRET_ACCESS_KEY}\n"
+    )
+    (tmp_path / "config").write_text("[profile dev]\nregion = eu-central-1\n")
+    with serve_bedrock([bedrock_reply("env"), bedrock_reply("profile")]) as server:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", TEST_ACCESS_KEY_ID)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET_ACCESS_KEY)
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+        async with BedrockModel(MODEL, base_url=server.base_url) as model:
+            assert (await model.call(ModelRequest([UserMessage("hi")]))).message.text == "env"
+        monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+        monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+        monkeypatch.delenv("AWS_DEFAULT_REGION")
+        async with BedrockModel(MODEL, base_url=server.base_url, profile="dev") as model:
+            answer = await model.call(ModelRequest([UserMessage("hi")]))
+            assert answer.message.text == "profile"
+        async with BedrockModel(MODEL, base_url=server.base_url, profile="nope") as model:
+            with pytest.raises(ModelError, match="ProfileNotFound"):
+                await model.call(ModelRequest([UserMessage("hi")]))
+    assert "/us-west-2/bedrock/" in server.request_headers[0]["authorization"]
+    assert "/eu-central-1/bedrock/" in server.request_headers[1]["authorization"]
+    assert len(server.requests) == 2
+
+
+@pytest.mark.anyio
+async def test_credentials_refresh_in_a_worker_thread_without_blocking_the_loop() -> None:
+    """Refreshable credentials due for refresh are refreshed by botocore in a worker
+    thread while the event loop goes on; once fresh they are cached (no refresh, no
+    thread, on the next request)."""
+    import threading
+
+    import anyio
+    from botocore.credentials import RefreshableCredentials
+
+    from reactcore.models._aws import AWSAuth
+
+    started, go = threading.Event(), threading.Event()
+    threads: list[int] = []
+
+    def refresh() -> dict[str, str]:
+        threads.append(threading.get_ident())
+        started.set()
+        go.wait(10)
+        later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
+        return {
+            "access_key": "AKIDFRESH",
+            "secret_key": "fresh-secret",
+            "token": "fresh-token",
+            "expiry_time": later.isoformat(),
+        }
+
+    soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=2)
+    stale = {
+        "access_key": "AKIDOLD",
+        "secret_key": "old",
+        "token": "t",
+        "expiry_time": soon.isoformat(),
+    }
+    source = RefreshableCredentials.create_from_metadata(stale, refresh, "test")
+    auth = AWSAuth("us-east-1", credentials=source)
+    found: list[Any] = []
+
+    async def resolve() -> None:
+        found.append(await auth.resolve())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(resolve)
+        await anyio.to_thread.run_sync(started.wait, 10)
+        assert found == []  # the refresh is under way; this task still runs
+        go.set()
+    assert found[0][0].access_key == "AKIDFRESH" and found[0][1] == "us-east-1"
+    assert threads and threads[0] != threading.get_ident()
+    again = await auth.resolve()
+    assert again[0].secret_key == "fresh-secret" and len(threads) == 1

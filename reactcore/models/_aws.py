@@ -79,9 +79,10 @@ def sign_request(
 class AWSAuth:
     """The credentials and region one model signs with (see the module docstring).
 
-    ``access_key_id``/``secret_access_key``/``session_token``, when given, are used as
-    they are; else ``profile`` (or ``AWS_PROFILE``) and the rest of botocore's chain.
-    Never in a repr.
+    ``credentials`` (a botocore credentials object, refreshable or not:
+    ``boto3.Session().get_credentials()``) or ``access_key_id``/``secret_access_key``/
+    ``session_token``, when given, are used as they are; else ``profile`` (or
+    ``AWS_PROFILE``) and the rest of botocore's chain. Never in a repr.
     """
 
     region: str | None = None
@@ -89,6 +90,7 @@ class AWSAuth:
     access_key_id: str | None = attrs.field(default=None, repr=False)
     secret_access_key: str | None = attrs.field(default=None, repr=False)
     session_token: str | None = attrs.field(default=None, repr=False)
+    credentials: Any = attrs.field(default=None, repr=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
     _source: Any = attrs.field(default=None, init=False, repr=False)
     _frozen: ReadOnlyCredentials | None = attrs.field(default=None, init=False, repr=False)
@@ -163,6 +165,8 @@ class AWSAuth:
         raise ModelError(f"the AWS credentials could not be resolved: {problem}")
 
     def _credentials(self, botocore: Any, session: Any) -> Any:
+        if self.credentials is not None:
+            return self.credentials
         if self.access_key_id or self.secret_access_key:
             if not (self.access_key_id and self.secret_access_key):
                 raise ValueError("pass both aws_access_key_id= and aws_secret_access_key=")

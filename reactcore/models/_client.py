@@ -161,6 +161,9 @@ class HTTPModel:
     key_header: ClassVar[str | None] = None
     """The header an API key goes in; None: ``Authorization: Bearer`` (tokens always do)."""
 
+    stream_media_type: ClassVar[str] = "text/event-stream"
+    """The media type a streamed answer is asked for in (``Accept``)."""
+
     hostable: ClassVar[bool] = False
     """Whether the API is served by several hosts (``host=``): the OpenAI formats."""
 
@@ -274,6 +277,7 @@ class HTTPModel:
             credentials=credentials,
             signer=self._signer(),
             reader=self._reader(),
+            stream_media_type=self.stream_media_type,
             request_id_header=self.request_id_header,
             retry_hint=self._retry_hint,
         )

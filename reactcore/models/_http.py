@@ -553,7 +553,8 @@ class Endpoint:
     headers and the token in them, which joins ``secret`` among what is blanked out.
     ``signer``, when given, signs each attempt's built request (AWS SigV4: the signature
     covers the time), the secrets it used blanked out as well. ``reader`` reads a streamed
-    answer (server-sent events unless the provider frames it otherwise).
+    answer (server-sent events unless the provider frames it otherwise), asked for as
+    ``stream_media_type``.
     """
 
     client: httpx.AsyncClient = attrs.field(repr=False)
@@ -569,6 +570,7 @@ class Endpoint:
     credentials: Credentials | None = attrs.field(default=None, repr=False)
     signer: Signer | None = attrs.field(default=None, repr=False)
     reader: Reader = attrs.field(default=sse_reader, repr=False)
+    stream_media_type: str = "text/event-stream"
     _issued: list[str] = attrs.field(factory=list, init=False, repr=False)
 
     async def call(
@@ -638,7 +640,7 @@ class Endpoint:
         self, body: Mapping[str, Any], stream: bool, credentials: Mapping[str, str]
     ) -> httpx.Request:
         headers = {
-            "Accept": "text/event-stream" if stream else "application/json",
+            "Accept": self.stream_media_type if stream else "application/json",
             "Content-Type": "application/json",
             **self.headers,
             **credentials,

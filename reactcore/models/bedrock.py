@@ -491,6 +491,8 @@ class BedrockModel(HTTPModel):
     ``https://bedrock-runtime.{region}.amazonaws.com``.
 
     Credentials: requests are signed with SigV4 (``reactcore.models._aws``) with
+    ``aws_credentials`` (a botocore credentials object, e.g.
+    ``boto3.Session(profile_name=…).get_credentials()``, refreshed by botocore) or
     ``aws_access_key_id``/``aws_secret_access_key``/``aws_session_token`` when given, else
     ``profile`` (or ``AWS_PROFILE``) and botocore's standard chain, resolved and refreshed
     in a worker thread; or, with ``api_key`` (default ``AWS_BEARER_TOKEN_BEDROCK``, a
@@ -510,6 +512,7 @@ class BedrockModel(HTTPModel):
     api_key_variables: ClassVar[tuple[str, ...]] = ("AWS_BEARER_TOKEN_BEDROCK",)
     default_base_url: ClassVar[str] = ""
     request_id_header: ClassVar[str] = "x-amzn-requestid"
+    stream_media_type: ClassVar[str] = "application/vnd.amazon.eventstream"
 
     base_url: str = attrs.field(default=None, converter=_endpoint_url, kw_only=True, validator=URL)
     region: str | None = attrs.field(default=None, kw_only=True, validator=_OPTIONAL_TEXT)
@@ -523,6 +526,7 @@ class BedrockModel(HTTPModel):
     aws_session_token: str | None = attrs.field(
         default=None, kw_only=True, repr=False, validator=_OPTIONAL_TEXT
     )
+    aws_credentials: Any = attrs.field(default=None, kw_only=True, repr=False)
     max_tokens: int | None = attrs.field(
         default=None, kw_only=True, validator=valid.integer(minimum=1, optional=True)
     )
@@ -540,6 +544,7 @@ class BedrockModel(HTTPModel):
             self.aws_access_key_id,
             self.aws_secret_access_key,
             self.aws_session_token,
+            self.aws_credentials,
         )
 
     async def call(self, request: ModelRequest) -> ModelResponse:
