@@ -470,3 +470,27 @@ async def test_credentials_refresh_in_a_worker_thread_without_blocking_the_loop(
     assert threads and threads[0] != threading.get_ident()
     again = await auth.resolve()
     assert again[0].secret_key == "fresh-secret" and len(threads) == 1
+
+
+def test_a_tool_loop_keeps_one_thinking_mode() -> None:
+    """With thinking on, a tool loop whose first answer has no reasoning (another
+    provider's, through a fallback) is continued without thinking, as Claude requires; one
+    that began with signed reasoning keeps thinking and its block; a new user turn thinks
+    again."""
+    from reactcore import ToolResponse, ToolResponseMessage
+
+    call = ToolCall("toolu_1", "weather", '{"city": "Paris"}')
+    results = ToolResponseMessage([ToolResponse("toolu_1", "weather", "sunny")])
+    signed = {"index": 0, "text": "Paris.", "signature": reasoning_signature("Paris.")}
+    thought = AssistantMessage("", [call], provider_data={"bedrock": {"reasoning": [signed]}})
+    foreign = AssistantMessage("", [call])
+    on = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+
+    def body(*messages: Any) -> dict[str, Any]:
+        return request_body(ModelRequest([UserMessage("w?"), *messages]), thinking_budget=1024)
+
+    assert "additionalModelRequestFields" not in body(foreign, results)
+    kept = body(thought, results)
+    assert kept["additionalModelRequestFields"] == on
+    assert "reasoningContent" in kept["messages"][1]["content"][0]
+    assert body(foreign, results, UserMessage("and Rome?"))["additionalModelRequestFields"] == on

@@ -61,8 +61,6 @@ from .._messages import (
     TextPart,
     ToolCall,
     ToolResponse,
-    ToolResponseMessage,
-    UserMessage,
 )
 from .._messages import split_data_url as _data_url
 from .._serde import clean_arguments, clean_text, converter
@@ -70,7 +68,7 @@ from ._aws import AWSAuth
 from ._client import FLAG, URL, HTTPModel
 from ._eventstream import EventStreamReader
 from ._http import EventParser, Reader, Signer, StreamReader, parse_json
-from ._wire import call_arguments, join_turn
+from ._wire import block_turns, call_arguments, turn_in_progress
 from ._wire import field as _field
 from ._wire import json_object as _object
 from ._wire import malformed as _malformed
@@ -202,25 +200,34 @@ def _tool_result(response: ToolResponse) -> dict[str, Any]:
     return {"toolResult": result}
 
 
+def _is_result(block: Mapping[str, Any]) -> bool:
+    return "toolResult" in block
+
+
 def turns(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """The conversation (without system messages) as Converse ``messages``: consecutive
-    turns of one role joined, a user turn's ``toolResult`` blocks first."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        match message:
-            case UserMessage(text=text, parts=parts):
-                role, blocks = "user", _blocks(text, parts)
-            case AssistantMessage():
-                role, blocks = "assistant", _assistant_blocks(message)
-            case ToolResponseMessage(responses=responses):
-                role, blocks = "user", [_tool_result(r) for r in responses]
-            case _:
-                continue
-        join_turn(out, role, "content", blocks)
-    for turn in out:
-        if turn["role"] == "user":
-            turn["content"].sort(key=lambda block: "toolResult" not in block)
-    return out
+    turns of one role joined, a user turn's ``toolResult`` blocks first
+    (``block_turns``)."""
+    return block_turns(messages, _blocks, _assistant_blocks, _tool_result, _is_result)
+
+
+def _one_thinking_mode_per_turn(body: dict[str, Any]) -> None:
+    """Claude's rule on Bedrock as on Anthropic's API: with thinking on, the assistant turn
+    in progress (a tool loop) must start with a reasoning block. When its first answer has
+    none (it came from another provider through a fallback, or with thinking off), this
+    request goes without thinking and without the turn's reasoning blocks; a new turn
+    (after a user message) thinks again."""
+    fields = body.get("additionalModelRequestFields")
+    if not isinstance(fields, dict) or "thinking" not in fields:
+        return
+    turn = turn_in_progress(body["messages"], _is_result)
+    if not turn or "reasoningContent" in turn[0]["content"][0]:
+        return
+    del fields["thinking"]
+    if not fields:
+        del body["additionalModelRequestFields"]
+    for message in turn:
+        message["content"] = [b for b in message["content"] if "reasoningContent" not in b]
 
 
 def _tool_spec(spec: ToolSpec) -> dict[str, Any]:
@@ -267,8 +274,6 @@ def request_body(
         choice = _tool_choice(options.tool_choice)
         if choice is not None:
             body["toolConfig"]["toolChoice"] = choice
-    if cache_prompt and messages:
-        messages[-1]["content"].append(_CACHE_POINT)
     inference: dict[str, Any] = {}
     if options.max_tokens or max_tokens:
         inference["maxTokens"] = options.max_tokens or max_tokens
@@ -281,6 +286,9 @@ def request_body(
     if thinking_budget is not None:
         thinking = {"type": "enabled", "budget_tokens": thinking_budget}
         body["additionalModelRequestFields"] = {"thinking": thinking}
+        _one_thinking_mode_per_turn(body)
+    if cache_prompt and messages:
+        messages[-1]["content"].append(_CACHE_POINT)
     body.update(converter.unstructure(dict(options.extra_body)))
     return body
 
