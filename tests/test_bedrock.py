@@ -207,25 +207,54 @@ async def test_converse_whole_answer_and_reasoning_round_trip() -> None:
 
 @pytest.mark.anyio
 async def test_throttling_is_retried_and_secrets_never_leave_in_errors() -> None:
-    """A ``ThrottlingException`` (429) is retried with the layer's backoff; an error body
-    echoing the secret key and the session token leaves neither in the error."""
+    """A ``ThrottlingException`` (429) is retried with the layer's backoff; a server that
+    echoes the secret key and the session token (in the body, in the request id header)
+    gets neither into the error, its repr, the retry log or the retry events."""
+    from structlog.testing import capture_logs
+
+    from reactcore.models.base import RETRY_LISTENER
+
     echo = f"bad {TEST_SECRET_ACCESS_KEY} and session-token-of-the-test"
     script = [
-        bedrock_error_reply(429, "Too many requests"),
+        bedrock_error_reply(429, echo, headers={"x-amzn-requestid": echo}),
         bedrock_reply("Fine."),
         bedrock_error_reply(400, echo, error_type="ValidationException"),
     ]
-    with serve_bedrock(script) as server:
+    retries: list[Any] = []
+
+    async def listener(*args: Any, **kwargs: Any) -> None:
+        retries.append((args, kwargs))
+
+    with serve_bedrock(script) as server, capture_logs() as logs:
         async with _model(server.base_url) as model:
-            answer = await model.call(ModelRequest([UserMessage("hi")]))
+            request = ModelRequest([UserMessage("hi")], context={RETRY_LISTENER: listener})
+            answer = await model.call(request)
             assert answer.message.text == "Fine."
             with pytest.raises(ModelHTTPError) as caught:
                 await model.call(ModelRequest([UserMessage("hi")]))
-    text = f"{caught.value} {caught.value.body} {caught.value!r}"
-    assert TEST_SECRET_ACCESS_KEY not in text and "session-token-of-the-test" not in text
+    seen = f"{caught.value} {caught.value.body} {caught.value!r} {logs} {retries}"
+    assert TEST_SECRET_ACCESS_KEY not in seen and "session-token-of-the-test" not in seen
     assert "[api key]" in str(caught.value)
     assert TEST_SECRET_ACCESS_KEY not in repr(_model("http://x"))
-    assert len(server.requests) == 3
+    assert len(server.requests) == 3 and len(retries) == 1
+    assert any(entry["event"] == "model_request_retry" for entry in logs)
+
+
+@pytest.mark.anyio
+async def test_a_corrupted_frame_from_the_server_is_a_stream_error() -> None:
+    """A frame whose payload was damaged in transit fails its CRC: the stream ends with
+    ``ModelStreamError``, not with what the damaged bytes would say."""
+    frame = bytearray(
+        event_frame({"contentBlockDelta": {"delta": {"text": "hi"}, "contentBlockIndex": 0}})
+    )
+    frame[-6] ^= 0x20
+    frames = [event_frame({"messageStart": {"role": "assistant"}}), bytes(frame)]
+    with serve_bedrock([BedrockStreamReply(frames, split=4)]) as server:
+        async with _model(server.base_url) as model:
+            with pytest.raises(ModelStreamError, match="CRC"):  # noqa: PT012 - the stream's block
+                async with model.stream(ModelRequest([UserMessage("hi")])) as chunks:
+                    async for _ in chunks:
+                        pass
 
 
 @pytest.mark.anyio
