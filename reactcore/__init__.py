@@ -128,6 +128,7 @@ from .models.base import ModelResponse as ModelResponse
 from .models.base import ToolCallDelta as ToolCallDelta
 from .models.base import ToolSpec as ToolSpec
 from .models.base import Usage as Usage
+from .models.bedrock import BedrockModel as BedrockModel
 from .models.gemini import GeminiModel as GeminiModel
 from .models.openai import OpenAIChatModel as OpenAIChatModel
 from .models.openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
@@ -144,6 +145,7 @@ __all__ = [
     "ApproximateTokenCounter",
     "AssistantMessage",
     "AudioPart",
+    "BedrockModel",
     "CallLimitExceeded",
     "ChatModel",
     "ChatOptions",

@@ -71,6 +71,17 @@ from ._testing_azure import azure_prompt_filtered_reply as azure_prompt_filtered
 from ._testing_azure import azure_reply as azure_reply
 from ._testing_azure import azure_stream_reply as azure_stream_reply
 from ._testing_azure import filter_results as filter_results
+from ._testing_bedrock import BEDROCK_ROUTE, bedrock_refusal
+from ._testing_bedrock import TEST_ACCESS_KEY_ID as TEST_ACCESS_KEY_ID
+from ._testing_bedrock import TEST_SECRET_ACCESS_KEY as TEST_SECRET_ACCESS_KEY
+from ._testing_bedrock import BedrockStreamReply as BedrockStreamReply
+from ._testing_bedrock import bedrock_error_reply as bedrock_error_reply
+from ._testing_bedrock import bedrock_events as bedrock_events
+from ._testing_bedrock import bedrock_reply as bedrock_reply
+from ._testing_bedrock import converse_json as converse_json
+from ._testing_bedrock import event_frame as event_frame
+from ._testing_bedrock import exception_frame as exception_frame
+from ._testing_bedrock import reasoning_signature as reasoning_signature
 from ._testing_gemini import GeminiChunk as GeminiChunk
 from ._testing_gemini import GeminiSSEReply as GeminiSSEReply
 from ._testing_gemini import gemini_chunks as gemini_chunks
@@ -103,8 +114,11 @@ if TYPE_CHECKING:
     import uvicorn
 
 __all__ = [
+    "TEST_ACCESS_KEY_ID",
+    "TEST_SECRET_ACCESS_KEY",
     "AnthropicEvent",
     "AnthropicSSEReply",
+    "BedrockStreamReply",
     "Cassette",
     "CassetteError",
     "CassetteMismatchError",
@@ -134,9 +148,15 @@ __all__ = [
     "azure_prompt_filtered_reply",
     "azure_reply",
     "azure_stream_reply",
+    "bedrock_error_reply",
+    "bedrock_events",
+    "bedrock_reply",
     "character_usage",
     "chunk_json",
     "completion_json",
+    "converse_json",
+    "event_frame",
+    "exception_frame",
     "filter_results",
     "gemini_chunks",
     "gemini_error_reply",
@@ -145,12 +165,14 @@ __all__ = [
     "gemini_usage_json",
     "make_service_account",
     "message_chunks",
+    "reasoning_signature",
     "responses_error_reply",
     "responses_events",
     "responses_json",
     "responses_reply",
     "serve_anthropic",
     "serve_azure_openai",
+    "serve_bedrock",
     "serve_gemini",
     "serve_openai_compatible",
     "serve_openai_responses",
@@ -437,6 +459,8 @@ class HangReply:
 # --- the server -------------------------------------------------------------------------
 
 Script: TypeAlias = Sequence[ServerReply] | Callable[[Any], ServerReply]
+Verify: TypeAlias = Callable[[str, str, Mapping[str, str], bytes], ServerReply | None]
+"""Checks a request as it arrived (method, URL as sent, headers, body): a refusal or None."""
 """Replies in order, or a callable choosing the reply from the request's JSON body."""
 
 
@@ -493,6 +517,7 @@ class _App:
     refuse: Callable[[str, str, Mapping[str, str]], ServerReply | None] | None = None
     other: Callable[[str, bytes], ServerReply | None] | None = None
     """Answers a request off the route (the Vertex token endpoint's form posts), else None."""
+    verify: Verify | None = None
     ready: threading.Event = attrs.field(factory=threading.Event)
     stopping: anyio.Event | None = None
     token: EventLoopToken | None = None
@@ -544,6 +569,10 @@ class _App:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         self.server.request_headers.append(headers)
         refused = None if self.refuse is None else self.refuse(path, query, headers)
+        if refused is None and self.verify is not None:
+            raw = scope.get("raw_path") or path.encode()
+            url = f"http://{headers.get('host', '')}{raw.decode('latin-1')}"
+            refused = self.verify("POST", f"{url}?{query}" if query else url, headers, body)
         await (refused or self.script(payload)).respond(exchange)
 
     def stop(self) -> None:
@@ -609,6 +638,22 @@ def serve_azure_openai(script: Script) -> Iterator[OpenAICompatibleServer]:
     endpoint, what ``azure_model(endpoint=)`` and the SDK's ``azure_endpoint`` take. It
     runs as ``serve_openai_compatible`` does."""
     with _serve(script, "", AZURE_ROUTE, "Azure OpenAI", refuse=azure_refusal) as server:
+        yield server
+
+
+@contextmanager
+def serve_bedrock(script: Script) -> Iterator[OpenAICompatibleServer]:
+    """Run a local Amazon Bedrock runtime for the block: ``POST /model/{modelId}/converse``
+    and ``/converse-stream``, answering from ``script`` (replies: ``bedrock_reply``,
+    ``BedrockStreamReply`` — AWS event-stream frames, cut across HTTP chunks with
+    ``split=`` —, ``bedrock_error_reply``, ``HangReply`` …). As Bedrock, it recomputes each
+    request's SigV4 signature with botocore (credentials ``TEST_ACCESS_KEY_ID`` /
+    ``TEST_SECRET_ACCESS_KEY``, any region, service ``bedrock``) and answers 403 to a
+    missing or bad one (a ``Bearer`` API key is taken), and 400 to signed reasoning not
+    sent back as issued (recorded, not given to the script). ``base_url`` is what
+    ``BedrockModel(base_url=)`` and boto3's ``endpoint_url`` take. It runs as
+    ``serve_openai_compatible`` does; it needs botocore (the ``bedrock`` extra)."""
+    with _serve(script, "", BEDROCK_ROUTE, "Bedrock", verify=bedrock_refusal) as server:
         yield server
 
 
@@ -724,6 +769,7 @@ def _serve(
     route: str | re.Pattern[str],
     kind: str,
     refuse: Callable[[str, str, Mapping[str, str]], ServerReply | None] | None = None,
+    verify: Verify | None = None,
     *,
     make_server: Callable[[str], _Made] | None = None,
 ) -> Iterator[OpenAICompatibleServer]:
@@ -739,7 +785,7 @@ def _serve(
         server = OpenAICompatibleServer(base_url)
     else:
         server, refuse, other = make_server(base_url)
-    app = _App(script if callable(script) else _in_order(script), server, route, refuse, other)
+    app = _App(script if callable(script) else _in_order(script), server, route, refuse, other, verify)
     config = uvicorn.Config(
         app, loop="asyncio", http="h11", ws="none", lifespan="on", log_config=None
     )

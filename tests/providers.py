@@ -33,6 +33,7 @@ from reactcore import (
     OpenAIResponsesModel,
 )
 from reactcore.models import (
+    BedrockModel,
     GoogleAuth,
     Usage,
     VertexAnthropicModel,
@@ -41,7 +42,10 @@ from reactcore.models import (
 )
 from reactcore.models._google_auth import CLOUD_PLATFORM
 from reactcore.testing import (
+    TEST_ACCESS_KEY_ID,
+    TEST_SECRET_ACCESS_KEY,
     AnthropicSSEReply,
+    BedrockStreamReply,
     GeminiSSEReply,
     HTTPReply,
     OpenAICompatibleServer,
@@ -54,12 +58,17 @@ from reactcore.testing import (
     azure_error_reply,
     azure_events,
     azure_stream_reply,
+    bedrock_error_reply,
+    bedrock_events,
+    event_frame,
     gemini_chunks,
     gemini_error_reply,
+    reasoning_signature,
     responses_error_reply,
     responses_events,
     serve_anthropic,
     serve_azure_openai,
+    serve_bedrock,
     serve_gemini,
     serve_openai_compatible,
     serve_openai_responses,
@@ -569,7 +578,87 @@ def data_key(driver: Provider) -> str:
     )
 
 
-Provider = OpenAIChatDriver | AnthropicDriver | OpenAIResponsesDriver | GeminiDriver
+BEDROCK_SIGNATURE = reasoning_signature("Both cities.")
+BEDROCK_REASONING = {
+    "reasoningContent": {"reasoningText": {"text": "Both cities.", "signature": BEDROCK_SIGNATURE}}
+}
+
+
+@attrs.frozen
+class BedrockDriver:
+    """Amazon Bedrock's Converse API: requests signed with SigV4 (the server recomputes
+    the signature), answers streamed in AWS event-stream frames cut across HTTP chunks;
+    signed reasoning as opaque data; tool results are ``toolResult`` blocks of one user
+    turn, errors marked ``status: "error"``."""
+
+    name: ClassVar[str] = "bedrock"
+    model_string: ClassVar[str] = "bedrock:test-model"
+    base_url_variable: ClassVar[str] = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
+    api_key_variable: ClassVar[str] = "AWS_BEARER_TOKEN_BEDROCK"
+    signature: ClassVar[str | None] = BEDROCK_SIGNATURE
+    marks_errors: ClassVar[bool] = True
+    serve: ClassVar[Serve] = staticmethod(serve_bedrock)
+
+    def opaque(self) -> dict[str, Any]:
+        reasoning = {"index": 0, "text": "Both cities.", "signature": BEDROCK_SIGNATURE}
+        return {"bedrock": {"reasoning": [reasoning]}}
+
+    def model(
+        self,
+        server: OpenAICompatibleServer,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        thinking: bool = False,
+    ) -> ChatModel:
+        """The client on ``server``, signing with the server's credentials; ``thinking``
+        sets a thinking budget."""
+        return BedrockModel(
+            "test-model",
+            base_url=server.base_url,
+            region="us-east-1",
+            aws_access_key_id=TEST_ACCESS_KEY_ID,
+            aws_secret_access_key=TEST_SECRET_ACCESS_KEY,
+            http_client=http_client,
+            retry_backoff=0.01,
+            thinking_budget=1024 if thinking else None,
+        )
+
+    def reply(self, message: AssistantMessage | str) -> ServerReply:
+        return BedrockStreamReply.of(message, usage=USAGE, split=7)
+
+    def hanging(self, text: str) -> BedrockStreamReply:
+        return BedrockStreamReply([event_frame(e) for e in bedrock_events(text)[:2]], ending="hang")
+
+    def cut_inside_call(self, message: AssistantMessage) -> ServerReply:
+        events = bedrock_events(message, chunk_size=3)
+        inside = next(
+            i
+            for i, e in enumerate(events)
+            if "toolUse" in e.get("contentBlockDelta", {}).get("delta", {})
+        )
+        return BedrockStreamReply([event_frame(e) for e in events[: inside + 1]], ending="cut")
+
+    def error(self, status: int, retry_after: float) -> ServerReply:
+        return bedrock_error_reply(status, "busy", headers={"retry-after": str(retry_after)})
+
+    def results(self, body: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
+        blocks = [b["toolResult"] for b in body["messages"][-1]["content"] if "toolResult" in b]
+        return {r["toolUseId"]: (r["content"][0]["text"], r["status"] == "error") for r in blocks}
+
+    def conversation(self, body: Mapping[str, Any]) -> list[Any]:
+        return list(body["messages"])
+
+    def check_round_trip(self, body: Mapping[str, Any], *, thinking: bool = False) -> None:
+        """The signed reasoning leads the first assistant turn, unchanged (the server
+        refuses it otherwise); with ``thinking``, the request has thinking on."""
+        assistant = next(m for m in body["messages"] if m["role"] == "assistant")
+        assert assistant["content"][0] == BEDROCK_REASONING
+        if thinking:
+            thinking_on = {"type": "enabled", "budget_tokens": 1024}
+            assert body["additionalModelRequestFields"] == {"thinking": thinking_on}
+
+
+Provider = OpenAIChatDriver | AnthropicDriver | OpenAIResponsesDriver | GeminiDriver | BedrockDriver
 PROVIDERS: list[Provider] = [
     OpenAIChatDriver(),
     AnthropicDriver(),
@@ -578,6 +667,7 @@ PROVIDERS: list[Provider] = [
     AzureDriver(),
     VertexGeminiDriver(),
     VertexAnthropicDriver(),
+    BedrockDriver(),
 ]
 
 

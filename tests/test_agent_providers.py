@@ -1,6 +1,6 @@
 """Agent scenarios over every wire dialect (OpenAI chat completions, Anthropic, OpenAI
-Responses, Gemini) — each a real loopback server, spoken to through the provider drivers
-of ``tests/providers.py`` — on asyncio and trio: a parallel batch under
+Responses, Gemini, Azure OpenAI, Amazon Bedrock) — each a real loopback server, spoken to
+through the provider drivers of ``tests/providers.py`` — on asyncio and trio: a parallel batch under
 a limit, approval and resume from SQLite with thinking blocks (or encrypted reasoning)
 intact, structured output with retries, 429/529, a stream cut inside a tool call,
 fallbacks mid-run between providers without any foreign opaque data sent, ``cancel_tool``,

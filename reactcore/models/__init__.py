@@ -3,10 +3,10 @@ implement it, one module per provider wire format over one shared HTTP layer.
 
 A model can be named by a provider string, ``"openai:gpt-4.1"``,
 ``"anthropic:claude-sonnet-4-5"``, ``"openai-responses:gpt-5"`` or
-``"google:gemini-2.5-flash"``, an OpenAI-compatible host's ``"groq:…"``, ``"ollama:…"``
-(``HOSTS``), Azure's ``"azure:<deployment>"`` or Vertex AI's ``"google-vertex:…"`` and
-``"anthropic-vertex:…"`` (``infer_model``); keys, base URLs and projects come from the
-environment then.
+``"google:gemini-2.5-flash"``, Amazon Bedrock's ``"bedrock:<model id>"``, an
+OpenAI-compatible host's ``"groq:…"``, ``"ollama:…"`` (``HOSTS``), Azure's
+``"azure:<deployment>"`` or Vertex AI's ``"google-vertex:…"`` and ``"anthropic-vertex:…"``
+(``infer_model``); keys, base URLs and projects come from the environment then.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from .base import ModelResponse as ModelResponse
 from .base import ToolCallDelta as ToolCallDelta
 from .base import ToolSpec as ToolSpec
 from .base import Usage as Usage
+from .bedrock import BedrockModel as BedrockModel
 from .gemini import GeminiModel as GeminiModel
 from .openai import OpenAIChatModel as OpenAIChatModel
 from .openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
@@ -37,6 +38,7 @@ from .vertex import VertexGeminiModel as VertexGeminiModel
 __all__ = [
     "HOSTS",
     "AnthropicModel",
+    "BedrockModel",
     "ChatModel",
     "ChatOptions",
     "ChunkAssembler",

@@ -29,7 +29,7 @@ from anyio.lowlevel import checkpoint
 
 from .. import _validate as valid
 from ._hosts import Host
-from ._http import Endpoint, EventParser
+from ._http import Endpoint, EventParser, Reader, Signer, sse_reader
 from .base import ModelChunk, ModelRequest, ModelResponse
 
 DEFAULT_TIMEOUT = httpx.Timeout(60, connect=5)
@@ -161,6 +161,9 @@ class HTTPModel:
     key_header: ClassVar[str | None] = None
     """The header an API key goes in; None: ``Authorization: Bearer`` (tokens always do)."""
 
+    stream_media_type: ClassVar[str] = "text/event-stream"
+    """The media type a streamed answer is asked for in (``Accept``)."""
+
     hostable: ClassVar[bool] = False
     """Whether the API is served by several hosts (``host=``): the OpenAI formats."""
 
@@ -272,6 +275,9 @@ class HTTPModel:
             retry_after_cap=self.retry_after_cap,
             secret=self.api_key,
             credentials=credentials,
+            signer=self._signer(),
+            reader=self._reader(),
+            stream_media_type=self.stream_media_type,
             request_id_header=self.request_id_header,
             retry_hint=self._retry_hint,
         )
@@ -302,6 +308,14 @@ class HTTPModel:
         if token or self.key_header is None:
             return {"Authorization": f"Bearer {secret}"}
         return {self.key_header: secret}
+
+    def _reader(self) -> Reader:
+        """How a streamed answer is framed: server-sent events (AWS: its event stream)."""
+        return sse_reader
+
+    def _signer(self) -> Signer | None:
+        """What signs each attempt's request (AWS SigV4); None: the headers say it all."""
+        return None
 
     def _parse(self, payload: Any) -> ModelResponse:
         """The ``ModelResponse`` of a whole JSON answer."""

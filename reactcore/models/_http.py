@@ -48,7 +48,7 @@ import math
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC
 from typing import Any, Protocol, TypeVar
@@ -195,8 +195,8 @@ def transport_error(exc: httpx.RequestError, *, streaming: bool) -> ModelError:
 
 
 def server_message(text: str) -> str:
-    """The ``error.message`` of an error body (OpenAI's and Anthropic's shape), else the
-    body itself."""
+    """The ``error.message`` of an error body (OpenAI's and Anthropic's shape), or its
+    top-level ``message`` (AWS's), else the body itself."""
     try:
         payload = loads(text)
     except ValueError:  # malformed, or past a parsing limit
@@ -206,6 +206,10 @@ def server_message(text: str) -> str:
         return str(error["message"])
     if isinstance(error, str):
         return error
+    if isinstance(payload, dict):  # AWS: {"message": …} (or "Message")
+        said = payload.get("message", payload.get("Message"))
+        if isinstance(said, str):
+            return said
     return text
 
 
@@ -335,8 +339,8 @@ class EventParser(Protocol):
     def feed(self, data: str) -> ModelChunk | None: ...
 
 
-async def _run_out(lines: AsyncIterator[str]) -> None:
-    """Read what is left of ``lines`` for ``_DONE_GRACE_SECONDS`` at most; a broken
+async def run_out(lines: AsyncIterator[Any]) -> None:
+    """Read what is left of ``lines`` (text or bytes) for ``_DONE_GRACE_SECONDS`` at most; a broken
     connection ends it.
 
     After the last event this reads the end of the body, which a well-behaved server
@@ -422,10 +426,37 @@ class ChunkStream:
         """Close the response: after the rest of a finished body (so the connection goes
         back to the pool) when it comes within the grace, else at once."""
         if self.finished and self.texts is not None and not self.response.is_closed:
-            await _run_out(self.texts)
+            await run_out(self.texts)
         await self.response.aclose()
         if self.texts is not None:
-            await _run_out(self.texts)
+            await run_out(self.texts)
+
+
+class StreamReader(Protocol):
+    """The chunks of one streamed answer (``ChunkStream`` for SSE, the event-stream reader
+    for AWS); ``aclose()`` closes the response."""
+
+    def __aiter__(self) -> AsyncIterator[ModelChunk]: ...
+
+    async def __anext__(self) -> ModelChunk: ...
+
+    async def aclose(self) -> None: ...
+
+
+Reader = Callable[[httpx.Response, EventParser, Callable[[str], str]], StreamReader]
+"""Makes the ``StreamReader`` of a response from the provider's parser and the redaction."""
+
+
+def sse_reader(
+    response: httpx.Response, parser: EventParser, redact: Callable[[str], str]
+) -> ChunkStream:
+    """The reader of a server-sent-event answer (the providers' usual streams)."""
+    return ChunkStream(response, parser)
+
+
+Signer = Callable[[httpx.Request], Awaitable[Sequence[str]]]
+"""Signs a built request before each attempt (its headers changed in place: AWS SigV4)
+and gives the secrets it used, which are blanked out of errors as the key is."""
 
 
 async def _read_up_to(response: httpx.Response, limit: int) -> bytes:
@@ -520,6 +551,10 @@ class Endpoint:
     header wins when both are there. ``credentials``, when given, is asked before every
     attempt (retries too, as the official SDKs ask a token provider) for the credential
     headers and the token in them, which joins ``secret`` among what is blanked out.
+    ``signer``, when given, signs each attempt's built request (AWS SigV4: the signature
+    covers the time), the secrets it used blanked out as well. ``reader`` reads a streamed
+    answer (server-sent events unless the provider frames it otherwise), asked for as
+    ``stream_media_type``.
     """
 
     client: httpx.AsyncClient = attrs.field(repr=False)
@@ -533,6 +568,9 @@ class Endpoint:
     request_id_header: str = "x-request-id"
     retry_hint: Callable[[str], float | None] | None = attrs.field(default=None, repr=False)
     credentials: Credentials | None = attrs.field(default=None, repr=False)
+    signer: Signer | None = attrs.field(default=None, repr=False)
+    reader: Reader = attrs.field(default=sse_reader, repr=False)
+    stream_media_type: str = "text/event-stream"
     _issued: list[str] = attrs.field(factory=list, init=False, repr=False)
 
     async def call(
@@ -556,7 +594,7 @@ class Endpoint:
         body: Mapping[str, Any],
         context: Mapping[str, Any],
         parser: Callable[[Callable[[str], str]], EventParser],
-    ) -> AsyncIterator[AsyncIterator[ModelChunk]]:
+    ) -> AsyncIterator[StreamReader]:
         """The streamed answer to ``body`` as chunks, read by ``parser(redact)``; the
         response is closed when the block ends."""
         try:
@@ -564,7 +602,7 @@ class Endpoint:
         except ModelError as exc:
             self._scrub(exc)
             raise
-        chunks = ChunkStream(response, parser(self.redact))
+        chunks = self.reader(response, parser(self.redact), self.redact)
         try:
             yield chunks
         except ModelError as exc:
@@ -591,14 +629,18 @@ class Endpoint:
         if self.credentials is None:
             return {}
         headers, token = await self.credentials()
-        self._issued.append(token)
+        self._remember([token])
         return headers
+
+    def _remember(self, secrets: Sequence[str]) -> None:
+        """Keep ``secrets`` to blank out (once each: a signer gives the same ones)."""
+        self._issued.extend(s for s in secrets if s and s not in self._issued)
 
     def _build_request(
         self, body: Mapping[str, Any], stream: bool, credentials: Mapping[str, str]
     ) -> httpx.Request:
         headers = {
-            "Accept": "text/event-stream" if stream else "application/json",
+            "Accept": self.stream_media_type if stream else "application/json",
             "Content-Type": "application/json",
             **self.headers,
             **credentials,
@@ -623,6 +665,8 @@ class Endpoint:
             answered = False
             try:
                 request = self._build_request(body, stream, await self._credential_headers())
+                if self.signer is not None:
+                    self._remember(await self.signer(request))
                 response = await self.client.send(request, stream=True)
                 answered = True
                 if response.is_success:

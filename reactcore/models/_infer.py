@@ -21,6 +21,11 @@ Claude on Vertex AI (``ANTHROPIC_VERTEX_PROJECT_ID``, ``CLOUD_ML_REGION``,
 project or region is a ``ValueError`` naming its variable.
 ``ReactAgent`` and ``ModelFallbackInterceptor`` take such strings through ``as_chat_model``,
 the one place a string becomes a model.
+``"bedrock:<model id or inference profile>"`` is Amazon Bedrock's Converse API, configured
+as boto3 is: ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, the standard credential chain (or
+``AWS_BEARER_TOKEN_BEDROCK``), ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` then
+``AWS_ENDPOINT_URL``; nothing is checked before the first call, when the chain is
+resolved.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from ._client import HTTPModel
 from ._hosts import HOSTS, Host, azure_host
 from .anthropic import AnthropicModel
 from .base import ChatModel
+from .bedrock import BedrockModel
 from .gemini import GeminiModel
 from .openai import OpenAIChatModel
 from .openai_responses import OpenAIResponsesModel
@@ -38,6 +44,7 @@ from .vertex import VertexAnthropicModel, VertexGeminiModel
 
 _PROVIDERS: dict[str, type[HTTPModel]] = {
     "anthropic": AnthropicModel,
+    "bedrock": BedrockModel,
     "google": GeminiModel,
     "google-gla": GeminiModel,  # pydantic-ai's name for the Gemini API
     "openai": OpenAIChatModel,
@@ -108,6 +115,8 @@ def infer_model(name: str) -> ChatModel:
         raise ValueError(
             f"unknown model provider {provider!r} in {name!r}; known providers: {known}"
         )
+    if found is BedrockModel:  # the AWS credential chain is resolved when signing
+        return found(model)
     variables = (*found.api_key_variables, found.base_url_variable)
     if not any(os.environ.get(v) for v in variables):
         keys = " or ".join(found.api_key_variables)

@@ -1,14 +1,23 @@
 """What the provider modules' wire mappings share: checked reading of an answer's JSON (a
 field of the right type, or a ``ModelError`` — ``ModelStreamError`` in a stream — saying
 what is missing where), a call's arguments as a JSON object, and joining a request's
-consecutive turns of one role."""
+consecutive turns of one role, and the shape of a conversation of content blocks (the
+Anthropic Messages API's and Bedrock Converse's) with its tool loop."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._exceptions import ModelError
+from .._messages import (
+    AssistantMessage,
+    ContentPart,
+    Message,
+    ToolResponse,
+    ToolResponseMessage,
+    UserMessage,
+)
 from ._http import loads
 
 
@@ -59,3 +68,56 @@ def join_turn(turns: list[dict[str, Any]], role: str, key: str, items: list[Any]
         turns[-1][key].extend(items)
     else:
         turns.append({"role": role, key: items})
+
+
+Block = dict[str, Any]
+
+
+def block_turns(
+    messages: Iterable[Message],
+    user: Callable[[str, Iterable[ContentPart]], list[Block]],
+    assistant: Callable[[AssistantMessage], list[Block]],
+    result: Callable[[ToolResponse], Block],
+    is_result: Callable[[Mapping[str, Any]], bool],
+) -> list[dict[str, Any]]:
+    """The conversation (without system messages) as turns of content blocks, each message
+    made into blocks by ``user``, ``assistant`` and ``result`` (one per tool response):
+    consecutive turns of one role joined, turns without blocks left out, and a user turn's
+    tool results (``is_result``) first, each kind in order — the APIs take a tool call only
+    when the next user turn starts with its results, and a user message sent between the
+    call and its results (steering, a hook) is joined into that turn, after them."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        match message:
+            case UserMessage(text=text, parts=parts):
+                role, blocks = "user", user(text, parts)
+            case AssistantMessage():
+                role, blocks = "assistant", assistant(message)
+            case ToolResponseMessage(responses=responses):
+                role, blocks = "user", [result(r) for r in responses]
+            case _:
+                continue
+        join_turn(out, role, "content", blocks)
+    for turn in out:
+        if turn["role"] == "user":
+            turn["content"].sort(key=lambda block: not is_result(block))
+    return out
+
+
+def turn_in_progress(
+    turns: list[dict[str, Any]], is_result: Callable[[Mapping[str, Any]], bool]
+) -> list[dict[str, Any]]:
+    """The assistant turns of the assistant turn a request continues: a tool loop is one
+    turn, from the first answer after the user's last own message (anything but tool
+    results, ``is_result``) on. Empty when the conversation does not end with tool
+    results."""
+
+    def only_results(turn: Mapping[str, Any]) -> bool:
+        return all(is_result(block) for block in turn["content"])
+
+    if not turns or turns[-1]["role"] != "user" or not only_results(turns[-1]):
+        return []
+    start = len(turns)
+    while start > 0 and (turns[start - 1]["role"] == "assistant" or only_results(turns[start - 1])):
+        start -= 1
+    return [t for t in turns[start:] if t["role"] == "assistant"]

@@ -57,16 +57,14 @@ from .._messages import (
     TextPart,
     ToolCall,
     ToolResponse,
-    ToolResponseMessage,
-    UserMessage,
 )
 from .._messages import split_data_url as _data_url
 from .._serde import clean_arguments, clean_text, converter
 from ._client import FLAG, HTTPModel
 from ._http import EventParser, parse_json
+from ._wire import block_turns, turn_in_progress
 from ._wire import call_arguments as _tool_input
 from ._wire import field as _field
-from ._wire import join_turn
 from ._wire import json_object as _object
 from ._wire import malformed as _malformed
 from ._wire import token_count as _count
@@ -200,35 +198,15 @@ def _tool_result(response: ToolResponse) -> dict[str, Any]:
     return block
 
 
-def _tool_results_first(turn: dict[str, Any]) -> None:
-    """A user turn's ``tool_result`` blocks before its other blocks, each kind in order.
-
-    The API takes a ``tool_use`` only when the next user turn starts with its results; a
-    user message sent between the call and its results (steering, a hook) is joined into
-    that turn, and goes after them."""
-    if turn["role"] == "user":
-        turn["content"].sort(key=lambda block: block.get("type") != "tool_result")
+def _is_result(block: Mapping[str, Any]) -> bool:
+    return block.get("type") == "tool_result"
 
 
 def turns(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """The conversation (without system messages) as ``messages``: consecutive turns of
     one role joined (a user turn's tool results first), turns without blocks (an empty
-    answer) left out."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        match message:
-            case UserMessage(text=text, parts=parts):
-                role, blocks = "user", _blocks(text, parts)
-            case AssistantMessage():
-                role, blocks = "assistant", _assistant_blocks(message)
-            case ToolResponseMessage(responses=responses):
-                role, blocks = "user", [_tool_result(r) for r in responses]
-            case _:
-                continue
-        join_turn(out, role, "content", blocks)
-    for turn in out:
-        _tool_results_first(turn)
-    return out
+    answer) left out (``block_turns``)."""
+    return block_turns(messages, _blocks, _assistant_blocks, _tool_result, _is_result)
 
 
 def _tool_spec(spec: ToolSpec) -> dict[str, Any]:
@@ -275,24 +253,6 @@ def _cache_last_block(turns_: list[dict[str, Any]]) -> None:
             return
 
 
-def _only_tool_results(turn: Mapping[str, Any]) -> bool:
-    return all(block.get("type") == "tool_result" for block in turn["content"])
-
-
-def _turn_in_progress(turns_: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The assistant messages of the assistant turn a request continues: a tool loop is one
-    turn, from the first answer after the user's last own message (anything but tool
-    results) on. Empty when the conversation does not end with tool results."""
-    if not turns_ or turns_[-1]["role"] != "user" or not _only_tool_results(turns_[-1]):
-        return []
-    start = len(turns_)
-    while start > 0 and (
-        turns_[start - 1]["role"] == "assistant" or _only_tool_results(turns_[start - 1])
-    ):
-        start -= 1
-    return [t for t in turns_[start:] if t["role"] == "assistant"]
-
-
 def _one_thinking_mode_per_turn(body: dict[str, Any]) -> None:
     """Anthropic's rule: an assistant turn, tool loop included, runs in one thinking mode;
     with manual thinking on (``{"type": "enabled"}``), the turn in progress must start
@@ -305,7 +265,7 @@ def _one_thinking_mode_per_turn(body: dict[str, Any]) -> None:
     thinking = body.get("thinking")
     if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
         return
-    turn = _turn_in_progress(body["messages"])
+    turn = turn_in_progress(body["messages"], _is_result)
     if not turn or turn[0]["content"][0].get("type") in _THINKING_TYPES:
         return
     del body["thinking"]
