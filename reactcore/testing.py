@@ -785,7 +785,9 @@ def _serve(
         server = OpenAICompatibleServer(base_url)
     else:
         server, refuse, other = make_server(base_url)
-    app = _App(script if callable(script) else _in_order(script), server, route, refuse, other, verify)
+    app = _App(
+        script if callable(script) else _in_order(script), server, route, refuse, other, verify
+    )
     config = uvicorn.Config(
         app, loop="asyncio", http="h11", ws="none", lifespan="on", log_config=None
     )
