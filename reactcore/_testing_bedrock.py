@@ -192,7 +192,9 @@ class BedrockStreamReply:
     ``"cut"`` (the connection closed mid-body) or ``"hang"`` (kept open until the client
     leaves, when ``client_left`` is set)."""
 
-    frames: tuple[bytes, ...] = attrs.field(converter=_frames)
+    frames: tuple[bytes, ...] = attrs.field(
+        converter=_frames, validator=valid.each(valid.instance_of(bytes, "event-stream bytes"))
+    )
     ending: Ending = attrs.field(default="eof", validator=valid.one_of(*ENDINGS))
     split: int = attrs.field(default=0, validator=valid.integer(minimum=0))
     client_left: threading.Event = attrs.field(

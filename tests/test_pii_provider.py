@@ -24,6 +24,7 @@ from reactcore import (
     SqliteSaver,
     ToolCall,
 )
+from reactcore.testing import reasoning_signature
 from tests.providers import PROVIDERS, Provider
 from tests.test_pii_redaction import EMAIL, PHONE, lookup_tool, stored_bytes
 
@@ -43,6 +44,9 @@ def thinking_answer(provider: Provider) -> AssistantMessage:
     data: dict[str, Any] = {
         "anthropic": {
             "thinking": [{"index": 0, "type": "thinking", "thinking": thought, "signature": SIGNED}]
+        },
+        "bedrock": {
+            "reasoning": [{"index": 0, "text": thought, "signature": reasoning_signature(thought)}]
         },
         "openai-responses": {
             "output": [
@@ -76,7 +80,11 @@ def thinking_answer(provider: Provider) -> AssistantMessage:
     )
 
 
-THINKING_PROVIDERS = [p for p in PROVIDERS if p.name != "openai"]
+# The providers whose answers carry thinking the next request sends back (Vertex's keep
+# Gemini's and Anthropic's data: the same code covers them).
+THINKING_PROVIDERS = [
+    p for p in PROVIDERS if p.name in ("anthropic", "openai-responses", "google", "bedrock")
+]
 
 
 @pytest.mark.parametrize("provider", THINKING_PROVIDERS, ids=lambda p: p.name)
@@ -112,6 +120,10 @@ async def test_the_providers_copy_of_the_thinking_is_redacted_or_dropped(
     if provider.name == "anthropic":
         assert answer.provider_data == {}
         assert SIGNED not in sent and "thinking" not in after
+    elif provider.name == "bedrock":
+        assert answer.provider_data == {}
+        assert reasoning_signature(f"The user is {EMAIL}.") not in sent
+        assert "reasoningContent" not in sent
     elif provider.name == "openai-responses":
         reasoning = next(i for i in after["input"] if i.get("type") == "reasoning")
         assert reasoning["summary"] == [

@@ -713,21 +713,27 @@ PUBLIC_MODULES = (
 # reads back, what the nodes build for every call), not configuration a caller gives;
 # checking them would cost every step of every run.
 MADE_BY_THE_LIBRARY = {
+    "AddedMessage",
     "AgentResult",
     "AgentRun",
+    "CallRef",
     "Checkpoint",
     "ChunkAssembler",
+    "ElicitationRequest",
     "EventStream",
     "Exchange",
+    "HistoryStep",
     "Interrupt",
     "ModelRequest",
     "OpenAICompatibleServer",
     "OverAllState",
+    "SamplingRequest",
     "SaverStatistics",
     "TemporalRun",
     "ThreadInfo",
     "ToolCallRequest",
     "ToolContext",
+    "VertexAIServer",
 }
 # Every event (``reactcore._events``): the run makes them, callers read them.
 EVENTS = "reactcore._events"

@@ -9,6 +9,7 @@ import attrs
 from .._config import RunnableConfig
 from .._exceptions import CallLimitExceeded
 from .._messages import AssistantMessage
+from .._run_context import set_run_count
 from .._state import MESSAGES, OverAllState
 from ._limits import Counter, exceeded, exit_field, jumps_field, limit_field, name_field
 
@@ -26,7 +27,7 @@ def count_nested_call(config: RunnableConfig) -> None:
     over = [f"run limit ({done}/{n})" for n in limits.values() if n is not None and done >= n]
     if over:
         raise CallLimitExceeded(f"Model call limits exceeded: {', '.join(over)}")
-    config.context[_COUNT.key] = done + 1
+    set_run_count(config.context, _COUNT.key, done + 1)
 
 
 @attrs.frozen

@@ -12,6 +12,9 @@ the request), so it is dropped:
   thinking blocks (``redacted_thinking`` ones too) are dropped: the model's request then
   goes on without them, and a tool loop whose first answer lost its thinking is finished
   without thinking (``AnthropicModel`` does so for any turn begun without it).
+- Amazon Bedrock (``"bedrock"``): reasoning blocks are signed, as Anthropic's are, and
+  dropped alike (all of the message's) when the text of any holds something found; a tool
+  loop begun without reasoning goes on without thinking (``BedrockModel`` does so).
 - OpenAI Responses (``"openai-responses"``): a reasoning item's summary texts (and its
   ``reasoning_text`` content, from models that send it) are plain copies, redacted in
   place; its ``encrypted_content`` is the provider's own ciphertext, kept.
@@ -28,12 +31,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..models._bedrock_answers import PROVIDER as BEDROCK
 from ..models._gemini_parts import PROVIDER as GOOGLE
 from ..models._gemini_parts import SIGNATURE as GOOGLE_SIGNATURE
 from ..models._responses_answers import PROVIDER as RESPONSES
 from ..models.anthropic import PROVIDER as ANTHROPIC
 
 Redact = Callable[[str], str]
+Cleaner = Callable[[Mapping[str, Any], Redact, bool], Mapping[str, Any]]
 _KINDS = frozenset({"type"})
 
 
@@ -64,16 +69,22 @@ def chars(value: Any) -> int:
     return 0
 
 
-def _anthropic(data: Mapping[str, Any], redact: Redact, text_changed: bool) -> Mapping[str, Any]:
-    blocks = data.get("thinking")
-    if not isinstance(blocks, list):
-        return data
-    texts = [b["thinking"] for b in blocks if isinstance(b, Mapping) and "thinking" in b]
-    texts = [t for t in texts if isinstance(t, str)]
-    # each block, and all of them together (the message's reasoning is their join)
-    if all(redact(t) == t for t in [*texts, "".join(texts)]):
-        return data
-    return {k: v for k, v in data.items() if k != "thinking"}
+def _signed_blocks(key: str, field: str) -> Cleaner:
+    """The cleaner of a provider whose thinking blocks (a list under ``key``, each text
+    under ``field``) are signed: all of them dropped when any holds something found."""
+
+    def clean(data: Mapping[str, Any], redact: Redact, text_changed: bool) -> Mapping[str, Any]:
+        blocks = data.get(key)
+        if not isinstance(blocks, list):
+            return data
+        texts = [b[field] for b in blocks if isinstance(b, Mapping) and field in b]
+        texts = [t for t in texts if isinstance(t, str)]
+        # each block, and all of them together (the message's reasoning is their join)
+        if all(redact(t) == t for t in [*texts, "".join(texts)]):
+            return data
+        return {k: v for k, v in data.items() if k != key}
+
+    return clean
 
 
 def _responses(data: Mapping[str, Any], redact: Redact, text_changed: bool) -> Mapping[str, Any]:
@@ -118,8 +129,9 @@ def _gemini(data: Mapping[str, Any], redact: Redact, text_changed: bool) -> Mapp
     return {**data, "parts": cleaned}
 
 
-_PROVIDERS: Mapping[str, Callable[[Mapping[str, Any], Redact, bool], Mapping[str, Any]]] = {
-    ANTHROPIC: _anthropic,
+_PROVIDERS: Mapping[str, Cleaner] = {
+    ANTHROPIC: _signed_blocks("thinking", "thinking"),
+    BEDROCK: _signed_blocks("reasoning", "text"),
     RESPONSES: _responses,
     GOOGLE: _gemini,
 }

@@ -67,7 +67,7 @@ from .._interceptors import ToolCallResponse
 from .._tools import Tool, ToolContext
 from ..models.base import ChatModel
 from ._elicitation import ElicitationPolicy, Elicitor, check_decisions, waiting_for
-from ._inflight import Calls, InFlight, Paused
+from ._inflight import Calls, Paused
 from ._names import check_prefix, name_set, safe_names
 from ._prompts import Prompt, PromptResult, prompt_arguments, to_prompt, to_result
 from ._requests import Connection, asking, every_page, one_error, reason
@@ -568,7 +568,7 @@ class MCPToolset:
         structured = spec.output_schema is not None
 
         async def call(**arguments: Any) -> ToolCallResponse:
-            context: ToolContext = arguments.pop(_CONTEXT)
+            context: ToolContext | None = arguments.pop(_CONTEXT, None)
             return await self._call(remote, arguments, context, structured=structured)
 
         call.check_decisions = check_decisions  # type: ignore[attr-defined]
@@ -585,7 +585,12 @@ class MCPToolset:
         )
 
     async def _call(
-        self, remote: str, arguments: dict[str, Any], context: ToolContext, *, structured: bool
+        self,
+        remote: str,
+        arguments: dict[str, Any],
+        context: ToolContext | None,
+        *,
+        structured: bool,
     ) -> ToolCallResponse:
         """Call ``remote`` on the server; a failure of the server raises ``MCPError``.
         ``structured``: the tool declares an output schema (see ``to_response``). The
@@ -593,11 +598,13 @@ class MCPToolset:
         pauses the run (an elicitation) stops the call, which answers with the interrupt."""
         conn = await self._connection()
 
-        async def body(_: InFlight) -> mt.CallToolResult:
+        async def send() -> mt.CallToolResult:
             with asking(conn, "the call"):
                 return await conn.session.call_tool(remote, arguments)
 
-        result = await self._calls.run(context, body)
+        if context is None:  # called directly, outside any run: nothing to ask the run
+            return to_response(await send(), structured=structured)
+        result = await self._calls.run(context, lambda _: send())
         if isinstance(result, Paused):
             return waiting_for(result.waiting)
         return to_response(result, structured=structured)

@@ -345,7 +345,14 @@ class BedrockModel(HTTPModel):
     aws_session_token: str | None = attrs.field(
         default=None, kw_only=True, repr=False, validator=_OPTIONAL_TEXT
     )
-    aws_credentials: Any = attrs.field(default=None, kw_only=True, repr=False)
+    aws_credentials: Any = attrs.field(
+        default=None,
+        kw_only=True,
+        repr=False,
+        validator=valid.has_methods(
+            "get_frozen_credentials", what="botocore credentials", optional=True
+        ),
+    )
     max_tokens: int | None = attrs.field(
         default=None, kw_only=True, validator=valid.integer(minimum=1, optional=True)
     )
