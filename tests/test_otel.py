@@ -630,6 +630,7 @@ _CONVENTION_NAMES = {
     "azure": "azure.ai.openai",
     "google-vertex": "gcp.vertex_ai",
     "anthropic-vertex": "gcp.vertex_ai",
+    "bedrock": "aws.bedrock",
 }
 
 
