@@ -10,6 +10,7 @@ import logging
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -191,3 +192,98 @@ def against_the_sdk(
     )
     if args.json:
         Path(args.json).write_text(json.dumps([row], indent=2), encoding="utf-8")
+
+
+# --- per-call overhead against an official SDK, on a loopback server -----------------------
+
+Side = Callable[[], Awaitable[None]]
+
+
+@attrs.frozen
+class CallPlan:
+    calls: int = 200
+    repeat: int = 5
+
+
+async def per_call(side: Side, calls: int) -> float:
+    """The mean seconds of one of ``calls`` calls of ``side``, one after the other."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        await side()
+    return (time.perf_counter() - start) / calls
+
+
+async def per_call_medians(sides: Sequence[Side], plan: CallPlan) -> list[float]:
+    """The median seconds per call of each side: each warmed up (connections, imports,
+    caches), then ``plan.repeat`` runs of ``plan.calls`` calls, the sides in turn, so that
+    the machine's load falls on every side alike."""
+    for side in sides:
+        await per_call(side, 5)
+    times: list[list[float]] = [[] for _ in sides]
+    for _ in range(plan.repeat):
+        for side, found in zip(sides, times, strict=True):
+            found.append(await per_call(side, plan.calls))
+    return [statistics.median(found) for found in times]
+
+
+def model_side(model: ChatModel, request: ModelRequest, stream: bool) -> Side:
+    """One call of reactcore's ``model``: whole, or streamed into a ``ChunkAssembler`` (the
+    agent loop's path)."""
+
+    async def side() -> None:
+        if not stream:
+            await model.call(request)
+            return
+        assembler = ChunkAssembler()
+        async with model.stream(request) as chunks:
+            async for chunk in chunks:
+                assembler.add(chunk)
+        assembler.result()
+
+    return side
+
+
+def per_call_row(mode: str, calls: int, ours: float, sdk: float) -> dict[str, Any]:
+    """A table row: reactcore's and the SDK's milliseconds per call, and SDK / reactcore."""
+    return {
+        "mode": mode,
+        "calls": calls,
+        "reactcore_ms": round(ours * 1000, 3),
+        "sdk_ms": round(sdk * 1000, 3),
+        "sdk_over_reactcore": round(sdk / ours, 2),
+    }
+
+
+def print_per_call(rows: Sequence[dict[str, Any]], json_path: str | None) -> None:
+    """The rows as a table (``--json``: also written to ``json_path``)."""
+    width = max(9, *(len(row["mode"]) for row in rows))
+    print(
+        f"{'mode':>{width}} {'calls':>6} {'reactcore ms':>13} {'SDK ms':>8} {'SDK/reactcore':>14}"
+    )
+    for row in rows:
+        print(
+            f"{row['mode']:>{width}} {row['calls']:>6} {row['reactcore_ms']:>13.3f}"
+            f" {row['sdk_ms']:>8.3f} {row['sdk_over_reactcore']:>14.2f}"
+        )
+    if json_path:
+        Path(json_path).write_text(json.dumps(rows, indent=2), encoding="utf-8")
+
+
+def per_call_script(
+    doc: str,
+    serve: Callable[[Any], AbstractContextManager[Any]],
+    reply: Callable[[bool], Any],
+    measure: Callable[[str, CallPlan, bool], Awaitable[tuple[float, float]]],
+    argv: Sequence[str] | None = None,
+) -> None:
+    """A per-call script against one SDK: for whole then streamed answers, a loopback
+    server (``serve``) answering every request with ``reply(stream)``, and ``measure``'s
+    medians (reactcore's, the SDK's) on asyncio; prints the table (``--json``: the rows)."""
+    args, plan = parse(doc, CallPlan(calls=50, repeat=3), CallPlan(), argv)
+    rows = []
+    for stream in (False, True):
+        answer = reply(stream)
+        with serve(lambda _, answer=answer: answer) as server:
+            ours, sdk = anyio.run(measure, server.base_url, plan, stream, backend="asyncio")
+        rows.append(per_call_row("streamed" if stream else "whole", plan.calls, ours, sdk))
+    print_per_call(rows, args.json)

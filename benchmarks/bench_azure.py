@@ -15,22 +15,15 @@ is faster). The server's own time is in both. asyncio only (the SDK's home backe
 
 from __future__ import annotations
 
-import json
-import statistics
 import sys
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
-import attrs
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse
+from _common import CallPlan, model_side, per_call_medians, per_call_script
 
-from reactcore import ChunkAssembler, ModelRequest, UserMessage
+from reactcore import ModelRequest, UserMessage
 from reactcore.models import azure_model
 from reactcore.testing import azure_reply, azure_stream_reply, serve_azure_openai
 
@@ -40,23 +33,7 @@ DEPLOYMENT = "gpt-4o-bench"
 ANSWER = "The weather in Paris is sunny, with a light breeze from the west; 21 degrees."
 
 
-@attrs.frozen
-class Plan:
-    calls: int = 200
-    repeat: int = 5
-
-
-Side = Callable[[], Awaitable[None]]
-
-
-async def per_call(side: Side, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        await side()
-    return (time.perf_counter() - start) / calls
-
-
-async def measure(endpoint: str, plan: Plan, stream: bool) -> tuple[float, float]:
+async def measure(endpoint: str, plan: CallPlan, stream: bool) -> tuple[float, float]:
     import openai  # a benchmark dependency, as the SDK's tests have it
 
     request = ModelRequest([UserMessage("What is the weather in Paris?")])
@@ -65,16 +42,6 @@ async def measure(endpoint: str, plan: Plan, stream: bool) -> tuple[float, float
         azure_model(DEPLOYMENT, endpoint=endpoint, api_key=KEY, api_version=VERSION) as ours,
         openai.AsyncAzureOpenAI(azure_endpoint=endpoint, api_key=KEY, api_version=VERSION) as sdk,
     ):
-
-        async def reactcore_side() -> None:
-            if not stream:
-                await ours.call(request)
-                return
-            assembler = ChunkAssembler()
-            async with ours.stream(request) as chunks:
-                async for chunk in chunks:
-                    assembler.add(chunk)
-            assembler.result()
 
         async def sdk_side() -> None:
             if not stream:
@@ -86,40 +53,16 @@ async def measure(endpoint: str, plan: Plan, stream: bool) -> tuple[float, float
             async for _ in events:
                 pass
 
-        sides = [reactcore_side, sdk_side]
-        for side in sides:  # warm up: connections, imports, caches
-            await per_call(side, 5)
-        times: list[list[float]] = [[], []]
-        for _ in range(plan.repeat):
-            for side, found in zip(sides, times, strict=True):
-                found.append(await per_call(side, plan.calls))
-    return statistics.median(times[0]), statistics.median(times[1])
+        ours_s, sdk_s = await per_call_medians([model_side(ours, request, stream), sdk_side], plan)
+    return ours_s, sdk_s
+
+
+def reply(stream: bool) -> Any:
+    return azure_stream_reply(ANSWER, chunk_size=2) if stream else azure_reply(ANSWER)
 
 
 def main(argv: list[str] | None = None) -> None:
-    args, plan = parse(__doc__ or "", Plan(calls=50, repeat=3), Plan(), argv)
-    rows = []
-    for stream in (False, True):
-        reply = azure_stream_reply(ANSWER, chunk_size=2) if stream else azure_reply(ANSWER)
-        with serve_azure_openai(lambda _, reply=reply: reply) as server:
-            ours, sdk = anyio.run(measure, server.base_url, plan, stream, backend="asyncio")
-        rows.append(
-            {
-                "mode": "streamed" if stream else "whole",
-                "calls": plan.calls,
-                "reactcore_ms": round(ours * 1000, 3),
-                "sdk_ms": round(sdk * 1000, 3),
-                "sdk_over_reactcore": round(sdk / ours, 2),
-            }
-        )
-    print(f"{'mode':>9} {'calls':>6} {'reactcore ms':>13} {'SDK ms':>8} {'SDK/reactcore':>14}")
-    for row in rows:
-        print(
-            f"{row['mode']:>9} {row['calls']:>6} {row['reactcore_ms']:>13.3f}"
-            f" {row['sdk_ms']:>8.3f} {row['sdk_over_reactcore']:>14.2f}"
-        )
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    per_call_script(__doc__ or "", serve_azure_openai, reply, measure, argv)
 
 
 if __name__ == "__main__":

@@ -302,11 +302,29 @@ def _reasoning_problem(payload: Any) -> str | None:
     return None
 
 
+_NO_TOOL_CONFIG = (
+    "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+)
+
+
+def _tool_config_problem(payload: Any) -> str | None:
+    """Bedrock's refusal of ``toolUse``/``toolResult`` blocks in a request without a
+    ``toolConfig``, else None."""
+    if not isinstance(payload, dict) or payload.get("toolConfig"):
+        return None
+    for message in payload.get("messages", []):
+        for block in message.get("content", []):
+            if "toolUse" in block or "toolResult" in block:
+                return _NO_TOOL_CONFIG
+    return None
+
+
 def bedrock_refusal(
     method: str, url: str, headers: Mapping[str, str], body: bytes
 ) -> HTTPReply | None:
     """What Bedrock answers a request it refuses before the model: 403 for a missing or
-    bad signature, 400 for reasoning not sent back as issued; None otherwise."""
+    bad signature, 400 for reasoning not sent back as issued or for tool blocks without a
+    ``toolConfig``; None otherwise."""
     if not headers.get("authorization", "").startswith("Bearer "):
         problem = _signature_problem(method, url, headers, body)
         if problem is not None:
@@ -314,7 +332,8 @@ def bedrock_refusal(
                 "UnrecognizedClientException" if "token" in problem else "InvalidSignatureException"
             )
             return bedrock_error_reply(403, problem, error_type=kind)
-    problem = _reasoning_problem(json.loads(body))
+    payload = json.loads(body)
+    problem = _reasoning_problem(payload) or _tool_config_problem(payload)
     if problem is not None:
         return bedrock_error_reply(400, problem, error_type="ValidationException")
     return None

@@ -27,9 +27,11 @@ from reactcore import (
     ModelHTTPError,
     ModelStreamError,
     ToolCall,
+    ToolResponse,
+    ToolResponseMessage,
     UserMessage,
 )
-from reactcore.models import BedrockModel, ModelRequest, infer_model
+from reactcore.models import BedrockModel, ModelRequest, ToolSpec, infer_model
 from reactcore.models._eventstream import MAX_FRAME_BYTES, FrameDecoder, encode_frame
 from reactcore.models.bedrock import request_body
 from reactcore.testing import (
@@ -203,6 +205,79 @@ async def test_converse_whole_answer_and_reasoning_round_trip() -> None:
             }
         }
     }
+
+
+TOOL_LOOP = [
+    UserMessage("weather?"),
+    AssistantMessage("", [ToolCall("toolu_1", "weather", '{"city": "Paris"}')]),
+    ToolResponseMessage([ToolResponse("toolu_1", "weather", "Sunny.")]),
+]
+NO_TOOL_CONFIG = (
+    "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+)
+
+
+def test_the_server_refuses_tool_blocks_without_a_tool_config() -> None:
+    """As Bedrock does, the loopback server refuses (400 ``ValidationException``, Bedrock's
+    message) a conversation holding ``toolUse``/``toolResult`` blocks sent without a
+    ``toolConfig``, and accepts the same conversation with one."""
+    messages = [
+        HI[0],
+        {
+            "role": "assistant",
+            "content": [{"toolUse": {"toolUseId": "t1", "name": "w", "input": {}}}],
+        },
+        {
+            "role": "user",
+            "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "ok"}]}}],
+        },
+    ]
+    config = {"tools": [{"toolSpec": {"name": "w", "inputSchema": {"json": {"type": "object"}}}}]}
+    with serve_bedrock([bedrock_reply("fine")]) as server:
+        client = _boto3(server.base_url)
+        with pytest.raises(ClientError) as caught:
+            client.converse(modelId=MODEL, messages=messages)
+        answer = client.converse(modelId=MODEL, messages=messages, toolConfig=config)
+    assert caught.value.response["Error"] == {
+        "Code": "ValidationException",
+        "Message": NO_TOOL_CONFIG,
+    }
+    assert answer["output"]["message"]["content"] == [{"text": "fine"}]
+
+
+@pytest.mark.anyio
+async def test_a_step_without_visible_tools_sends_the_tools_the_conversation_used() -> None:
+    """A tool loop's step with no visible tools (tool selection hid them, or the final
+    step offers none) still has a ``toolConfig``, which Bedrock requires beside tool
+    blocks: the tools the conversation called, by name, with a minimal schema and marked
+    not offered (never their real schema); whole and streamed. A step with visible tools
+    sends those only."""
+    weather = ToolSpec("weather", "Weather.", {"type": "object", "properties": {}})
+    hidden = ModelRequest(TOOL_LOOP, tool_specs=(weather,))
+    replies = [
+        bedrock_reply("Sunny in Paris."),
+        BedrockStreamReply.of("Sunny."),
+        bedrock_reply("x"),
+    ]
+    with serve_bedrock(replies) as server:
+        async with _model(server.base_url) as model:
+            answer = await model.call(hidden)
+            async with model.stream(hidden) as chunks:
+                async for _ in chunks:
+                    pass
+            await model.call(ModelRequest(TOOL_LOOP, tools=("weather",), tool_specs=(weather,)))
+    assert answer.message.text == "Sunny in Paris."
+    placeholder = {
+        "toolSpec": {
+            "name": "weather",
+            "description": "Not offered at this step: do not call it.",
+            "inputSchema": {"json": {"type": "object", "properties": {}}},
+        }
+    }
+    assert server.requests[0]["toolConfig"] == {"tools": [placeholder]}
+    assert server.requests[1]["toolConfig"] == {"tools": [placeholder]}
+    assert server.requests[2]["toolConfig"]["tools"][0]["toolSpec"]["description"] == "Weather."
+    assert "toolConfig" not in request_body(ModelRequest([UserMessage("hi")]))
 
 
 @pytest.mark.anyio

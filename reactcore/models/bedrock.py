@@ -13,6 +13,8 @@ Requests: the system prompt (and any ``SystemMessage``) as ``system`` text block
 as ``toolConfig.tools[].toolSpec`` with ``inputSchema.json``; ``tool_choice``
 ``"auto"``/``"required"``/a named function as ``toolChoice`` (``"none"`` sends no
 ``toolChoice``: Bedrock has none, and refuses ``toolUse`` blocks without a ``toolConfig``);
+a step with no visible tools whose conversation called some sends those tools, by name
+with a minimal schema, marked not offered (``_used_tools``);
 an assistant message's calls as ``toolUse`` blocks, the responses of a batch as
 ``toolResult`` blocks (``status: "error"`` for errors) of one user turn, first in it;
 images (png, jpeg, gif, webp; inline or ``s3://``) and documents (pdf, csv, doc, docx,
@@ -58,6 +60,7 @@ from .._messages import (
     SystemMessage,
     TextPart,
     ToolResponse,
+    ToolResponseMessage,
 )
 from .._messages import split_data_url as _data_url
 from .._serde import converter
@@ -220,6 +223,30 @@ def _tool_spec(spec: ToolSpec) -> dict[str, Any]:
     return {"toolSpec": {"name": spec.name, **described, "inputSchema": schema}}
 
 
+_UNOFFERED = "Not offered at this step: do not call it."
+_ANY_INPUT = {"json": {"type": "object", "properties": {}}}
+
+
+def _used_tools(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Specs of the tools the conversation called (by name, once each, in order), with a
+    minimal schema and a description that says they are not offered: Bedrock refuses
+    ``toolUse``/``toolResult`` blocks in a request without a ``toolConfig`` ("The
+    toolConfig field must be defined when using toolUse and toolResult content blocks."),
+    which a step with no visible tools (tool selection, a final answer) would send.
+    The real names, not a placeholder, so a model that checks the history's tool names
+    against the config finds them; no real schema, so nothing invites a hidden tool."""
+    names: dict[str, None] = {}
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            names.update((c.name, None) for c in message.tool_calls)
+        elif isinstance(message, ToolResponseMessage):
+            names.update((r.name, None) for r in message.responses)
+    return [
+        {"toolSpec": {"name": n, "description": _UNOFFERED, "inputSchema": _ANY_INPUT}}
+        for n in names
+    ]
+
+
 def _tool_choice(choice: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
     """OpenAI-style ``tool_choice`` as Converse's ``toolChoice`` (None: not sent)."""
     if choice is None or choice == "none":
@@ -258,6 +285,8 @@ def request_body(
         choice = _tool_choice(options.tool_choice)
         if choice is not None:
             body["toolConfig"]["toolChoice"] = choice
+    elif used := _used_tools(request.messages):
+        body["toolConfig"] = {"tools": used}
     inference: dict[str, Any] = {}
     if options.max_tokens or max_tokens:
         inference["maxTokens"] = options.max_tokens or max_tokens
