@@ -100,6 +100,7 @@ class StreamableHTTPTransport:
 
     ``http_client`` (an ``httpx2.AsyncClient``, the SDK's HTTP client) is used as given and
     left open; without one, a client with ``headers`` is made per connection and closed.
+    ``auth`` (an ``httpx2.Auth``, see ``_auth``) signs the requests of the client made here.
     ``max_result_bytes`` is the most one server-sent event may hold (the SDK's
     ``max_sse_event_size``; ``None`` for no limit): a result streamed in a larger one
     fails its call with ``MCPError`` saying so.
@@ -118,6 +119,13 @@ class StreamableHTTPTransport:
     max_result_bytes: int | None = attrs.field(
         default=MAX_RESULT_BYTES, kw_only=True, validator=valid.integer(minimum=1, optional=True)
     )
+    auth: httpx2.Auth | None = attrs.field(
+        default=None,
+        kw_only=True,
+        eq=False,
+        repr=False,
+        validator=valid.instance_of(httpx2.Auth, "an httpx2.Auth", optional=True),
+    )
 
     @property
     def label(self) -> str:
@@ -132,7 +140,7 @@ class StreamableHTTPTransport:
             ) as streams:
                 yield streams
             return
-        client = httpx2.AsyncClient(headers=self.headers, timeout=_HTTP_TIMEOUT)
+        client = httpx2.AsyncClient(headers=self.headers, timeout=_HTTP_TIMEOUT, auth=self.auth)
         async with (
             client,
             streamable_http_client(
