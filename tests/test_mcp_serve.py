@@ -218,3 +218,71 @@ async def test_an_approval_without_a_back_channel_is_a_clear_error() -> None:
         "Error executing tool ask: the run of agent 'helper' waits for approval of shout and "
         "the client could not be asked: NoBackChannelError"
     )
+
+
+async def test_sampling_makes_the_client_answer_the_agents_model_calls() -> None:
+    """``serve(agent, sampling=True)``: each model call of the run is a
+    ``sampling/createMessage`` request to the client, with the agent's system prompt, the
+    conversation (the tool's result as a ``tool_result``) and its tools; the client's
+    ``tool_use`` runs the agent's tool and its text is the answer. The agent's own model
+    is not asked."""
+    own = ScriptedChatModel([])
+    ran: list[str] = []
+
+    @tool
+    def shout(text: str) -> str:
+        """Upper-case the text."""
+        ran.append(text)
+        return text.upper()
+
+    agent = ReactAgent("helper", own, tools=[shout], system_prompt="Be loud.")
+    requests: list[mt.CreateMessageRequestParams] = []
+
+    async def sample(context: Any, params: mt.CreateMessageRequestParams) -> Any:
+        requests.append(params)
+        last = params.messages[-1].content
+        blocks = last if isinstance(last, list) else [last]
+        for block in blocks:
+            if isinstance(block, mt.ToolResultContent):
+                said = block.content[0].text  # type: ignore[union-attr]
+                return mt.CreateMessageResult(
+                    role="assistant",
+                    content=mt.TextContent(type="text", text=f"heard {said}"),
+                    model="client-model",
+                    stop_reason="endTurn",
+                )
+        use = mt.ToolUseContent(type="tool_use", id="u1", name="shout", input={"text": "hi"})
+        return mt.CreateMessageResultWithTools(
+            role="assistant", content=[use], model="client-model", stop_reason="toolUse"
+        )
+
+    server = serve(agent, sampling=True)
+    can = mt.SamplingCapability(tools=mt.SamplingToolsCapability())
+    async with Client(
+        server, sampling_callback=sample, sampling_capabilities=can, mode="legacy"
+    ) as client:
+        result = await client.call_tool("ask", {"text": "hello"})
+    assert [b.text for b in result.content] == ["heard HI"]  # type: ignore[union-attr]
+    assert ran == ["hi"]
+    assert own.requests == []
+    first, second = requests
+    assert first.system_prompt == "Be loud."
+    assert [t.name for t in first.tools or []] == ["shout"]
+    assert first.messages[0].content == mt.TextContent(type="text", text="hello")
+    assert len(second.messages) == 3
+
+
+async def test_a_client_without_sampling_fails_the_run_clearly() -> None:
+    """With ``sampling=True`` and a client that cannot sample, the call is an error
+    result saying the client did not answer the sampling request."""
+    agent = ReactAgent("helper", ScriptedChatModel([]))
+    async with Client(serve(agent, sampling=True), mode="legacy") as client:
+        result = await client.call_tool("ask", {"text": "hello"})
+    assert result.is_error
+    assert "the MCP client did not answer the sampling request" in result.content[0].text  # type: ignore[union-attr]
+
+
+def test_sampling_must_be_a_bool() -> None:
+    """``sampling`` is a bool; anything else is a TypeError naming it."""
+    with pytest.raises(TypeError, match=r"^sampling must be a bool, not str$"):
+        serve(make_agent(), sampling="yes")  # type: ignore[arg-type]

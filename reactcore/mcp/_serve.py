@@ -10,7 +10,9 @@ A run that pauses for approval (a ``HumanInTheLoopHook``) asks the client: each 
 call becomes an elicitation request (``elicitation/create``, an ``Approval`` form), and
 the answers resume the run. A client that cancels its ``ask`` call (``notifications/
 cancelled``) cancels the run: the SDK cancels the handler, and leaving ``agent.start``
-cancelled cancels the run and its tools.
+cancelled cancels the run and its tools. ``serve(agent, sampling=True)`` serves the agent
+with the client's model instead of its own (``_client_model``): each model call of a run is
+a ``sampling/createMessage`` request to the client whose call the run answers.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
@@ -32,6 +35,7 @@ from .._events import (
     ToolCallStarted,
     ToolCallTimedOut,
 )
+from ._client_model import ClientModel, answering
 
 if TYPE_CHECKING:
     from .._agent import ReactAgent
@@ -93,21 +97,35 @@ def serve(
     name: str | None = None,
     description: str | None = None,
     config: Callable[[], RunnableConfig] | None = None,
+    sampling: bool = False,
 ) -> MCPServer:
     """An MCP server (the SDK's ``MCPServer``) whose one tool ``ask`` runs ``agent``.
 
     Run it as the SDK's servers run: ``serve(agent).run("stdio")``, or mount
     ``serve(agent).streamable_http_app()`` in an ASGI server. ``config`` makes the
-    ``RunnableConfig`` of each run (a new thread per call by default, so that a run paused
-    for approval can resume from its checkpoint).
+    ``RunnableConfig`` of each run (by default, with a saver, a new thread per call, so that
+    a run paused for approval can resume from its checkpoint). ``sampling=True``: the
+    agent's model calls go to the calling client (``sampling/createMessage``, with the
+    agent's tools) instead of its model.
     """
+    if not isinstance(sampling, bool):
+        raise TypeError(f"sampling must be a bool, not {type(sampling).__name__}")
+    if sampling:
+        agent = attrs.evolve(agent, model=ClientModel())
     server = MCPServer(name or agent.name, log_level="WARNING")
 
     async def ask(text: str, ctx: Context) -> str:
+        if config is not None:
+            run_config = config()
+        elif agent.saver is not None:  # its own thread, to resume from after a pause
+            run_config = RunnableConfig(thread_id=f"mcp-{uuid.uuid4().hex}")
+        else:
+            run_config = RunnableConfig()
+        with answering(ctx):
+            return await answer(text, ctx, run_config)
+
+    async def answer(text: str, ctx: Context, run_config: RunnableConfig) -> str:
         step = 0
-        run_config = (
-            config() if config is not None else RunnableConfig(thread_id=f"mcp-{uuid.uuid4().hex}")
-        )
         async with agent.start(text, run_config) as run:
             while True:  # one leg per pause for approval
                 async with run.events() as events:
