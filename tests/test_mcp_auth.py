@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 import structlog
@@ -66,6 +67,53 @@ async def test_an_expired_token_is_refreshed_after_a_401(bearer: tuple[str, Path
     assert seen[0] == (f"expired{tag}", False)
     assert len(seen) > 2  # initialize, initialized, list, call …
     assert seen[1:] == [(f"fresh{tag}", True)] * (len(seen) - 1)
+
+
+async def test_a_token_expiring_mid_session_is_refreshed(bearer: tuple[str, Path]) -> None:
+    """A token that expires during the session: the next call's request is answered 401,
+    the provider is asked again and the call succeeds with the new token."""
+    url, log = bearer
+    tag = f"-{next(_ids)}-mid"
+    given = iter([f"fresh-1{tag}", f"fresh-2{tag}"])
+    toolset = MCPToolset.streamable_http(url, auth=lambda: next(given))
+    node = AgentToolNode(tool_resolver=toolset.resolve)
+    async with toolset:
+        (revoked,) = await run_calls(node, call("1", "revoke", token=f"fresh-1{tag}"))
+        (echoed,) = await run_calls(node, call("2", "echo", text="again"))
+    assert (revoked.response_data, echoed.response_data) == ("revoked", "again")
+    seen = tokens(log, tag)
+    assert (f"fresh-1{tag}", False) in seen
+    assert seen[-1] == (f"fresh-2{tag}", True)
+
+
+async def test_a_provider_failing_mid_session_fails_the_call(bearer: tuple[str, Path]) -> None:
+    """A token that expires mid-session and a provider that then fails: the call answers
+    an error (the SDK drops the connection) promptly, not a hang, and the warning logged
+    names the server and the provider's failure, without its message."""
+    url, _ = bearer
+    tag = f"-{next(_ids)}-midfail"
+    asked = 0
+
+    def provider() -> str:
+        nonlocal asked
+        asked += 1
+        if asked > 1:
+            raise PermissionError("vault locked for secret-42")
+        return f"fresh{tag}"
+
+    toolset = MCPToolset.streamable_http(url, auth=provider)
+    node = AgentToolNode(tool_resolver=toolset.resolve)
+    with structlog.testing.capture_logs() as logs, anyio.fail_after(20):
+        async with toolset:
+            await run_calls(node, call("1", "revoke", token=f"fresh{tag}"))
+            (echoed,) = await run_calls(node, call("2", "echo", text="again"))
+    assert echoed.is_error
+    assert "MCP server 'test-bearer' closed the connection during the call" in (
+        echoed.response_data
+    )
+    failures = [r["error"] for r in logs if r["event"] == "mcp_connection_failed"]
+    assert failures == [f"MCPError: the token provider of MCP server {url} failed: PermissionError"]
+    assert "secret-42" not in str(logs) and tag not in str(logs)
 
 
 async def test_a_sync_provider_is_asked_once(bearer: tuple[str, Path]) -> None:

@@ -5,7 +5,8 @@
 other token (``expired-<n>``, say) or none is answered 401 with a ``WWW-Authenticate``
 header, as a resource server answers an expired token. Each request logs the token it
 carried and whether it was let in (a JSON line in ``<log>``), so the tests see what was
-sent. Its one tool, ``echo(text)``, answers ``text``.
+sent. Its tools: ``echo(text)`` answers ``text``; ``revoke(token)`` makes ``token``
+expired from the next request on (a token expiring mid-session).
 """
 
 from __future__ import annotations
@@ -19,12 +20,20 @@ from _serving import serve_http
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("test-bearer", log_level="WARNING")
+_revoked: set[str] = set()
 
 
 @server.tool()
 def echo(text: str) -> str:
     """Answer the text."""
     return text
+
+
+@server.tool()
+def revoke(token: str) -> str:
+    """Refuse ``token`` from now on."""
+    _revoked.add(token)
+    return "revoked"
 
 
 def guarded(app: Any, log: str) -> Any:
@@ -37,7 +46,7 @@ def guarded(app: Any, log: str) -> Any:
         headers = dict(scope["headers"])
         value = headers.get(b"authorization", b"").decode()
         token = value.removeprefix("Bearer ") if value.startswith("Bearer ") else None
-        allowed = token is not None and token.startswith("fresh-")
+        allowed = token is not None and token.startswith("fresh-") and token not in _revoked
         with open(log, "a", encoding="utf-8") as file:  # noqa: ASYNC230 (a test log line)
             file.write(json.dumps({"event": "request", "token": token, "allowed": allowed}))
             file.write("\n")
