@@ -183,7 +183,7 @@ def test_bad_auth_is_refused() -> None:
     ``auth`` with a caller's ``http_client`` is a ValueError (the client has its own)."""
     with pytest.raises(TypeError, match=r"^auth must be a token provider"):
         MCPToolset.streamable_http("http://x/mcp", auth="token")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="auth, or http_client"):
+    with pytest.raises(ValueError, match=r"^give auth or http_client \(with its auth\), not both$"):
         MCPToolset.streamable_http(
             "http://x/mcp", auth=lambda: "t", http_client=httpx2.AsyncClient()
         )

@@ -213,8 +213,6 @@ class MCPToolset:
         server-sent event, which carries a whole result: a larger result fails its call
         with an ``MCPError`` that says so, and the session goes on.
         """
-        if (headers is not None or auth is not None) and http_client is not None:
-            raise ValueError("give headers and auth, or http_client (with its own), not both")
         transport = StreamableHTTPTransport(
             url, headers, http_client, max_result_bytes=max_result_bytes, auth=http_auth(auth, url)
         )
