@@ -66,6 +66,7 @@ from .._exceptions import MCPError
 from .._interceptors import ToolCallResponse
 from .._tools import Tool, ToolContext
 from ..models.base import ChatModel
+from ._auth import TokenProvider, http_auth
 from ._elicitation import ElicitationPolicy, Elicitor, check_decisions, waiting_for
 from ._inflight import Calls, Paused
 from ._names import check_prefix, name_set, safe_names
@@ -201,19 +202,19 @@ class MCPToolset:
         headers: Mapping[str, str] | None = None,
         http_client: httpx2.AsyncClient | None = None,
         max_result_bytes: int | None = MAX_RESULT_BYTES,
+        auth: httpx2.Auth | TokenProvider | None = None,
         **options: Any,
     ) -> MCPToolset:
         """A server at ``url`` over streamable HTTP; ``http_client`` is an ``httpx2`` client
-        (the SDK's), used as given and left open; else one with ``headers`` is made.
+        (the SDK's), used as given and left open; else one with ``headers`` and ``auth`` (a
+        token provider, asked again after a 401, or an ``httpx2.Auth``) is made.
 
         ``max_result_bytes`` (1 MiB, the SDK's default; ``None`` for no limit) bounds one
         server-sent event, which carries a whole result: a larger result fails its call
         with an ``MCPError`` that says so, and the session goes on.
         """
-        if headers is not None and http_client is not None:
-            raise ValueError("give headers or http_client (with its headers), not both")
         transport = StreamableHTTPTransport(
-            url, headers, http_client, max_result_bytes=max_result_bytes
+            url, headers, http_client, max_result_bytes=max_result_bytes, auth=http_auth(auth, url)
         )
         return cls(transport, **options)
 

@@ -100,6 +100,8 @@ class StreamableHTTPTransport:
 
     ``http_client`` (an ``httpx2.AsyncClient``, the SDK's HTTP client) is used as given and
     left open; without one, a client with ``headers`` is made per connection and closed.
+    ``auth`` (an ``httpx2.Auth``, see ``_auth``) signs the requests of the client made here;
+    ``headers`` and ``auth`` with an ``http_client`` are a ``ValueError`` (it has its own).
     ``max_result_bytes`` is the most one server-sent event may hold (the SDK's
     ``max_sse_event_size``; ``None`` for no limit): a result streamed in a larger one
     fails its call with ``MCPError`` saying so.
@@ -118,6 +120,18 @@ class StreamableHTTPTransport:
     max_result_bytes: int | None = attrs.field(
         default=MAX_RESULT_BYTES, kw_only=True, validator=valid.integer(minimum=1, optional=True)
     )
+    auth: httpx2.Auth | None = attrs.field(
+        default=None,
+        kw_only=True,
+        eq=False,
+        repr=False,
+        validator=valid.instance_of(httpx2.Auth, "an httpx2.Auth", optional=True),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        for given, what in ((self.headers, "headers"), (self.auth, "auth")):
+            if given is not None and self.http_client is not None:
+                raise ValueError(f"give {what} or http_client (with its {what}), not both")
 
     @property
     def label(self) -> str:
@@ -132,7 +146,7 @@ class StreamableHTTPTransport:
             ) as streams:
                 yield streams
             return
-        client = httpx2.AsyncClient(headers=self.headers, timeout=_HTTP_TIMEOUT)
+        client = httpx2.AsyncClient(headers=self.headers, timeout=_HTTP_TIMEOUT, auth=self.auth)
         async with (
             client,
             streamable_http_client(

@@ -1,15 +1,19 @@
 """A reactcore agent served over MCP stdio with ``reactcore.mcp.serve`` (for the tests).
 
 Its model is scripted: asked anything, it calls its local ``shout`` tool with the text,
-then answers ``The agent says: <shouted text>``.
+then answers ``The agent says: <shouted text>``. ``agent_server.py approve``: ``shout``
+waits for approval, which the served agent asks of its client.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 
 from reactcore import (
     AssistantMessage,
+    HumanInTheLoopHook,
+    MemorySaver,
     ModelRequest,
     ReactAgent,
     ToolCall,
@@ -35,10 +39,16 @@ def reply(request: ModelRequest) -> AssistantMessage:
     return AssistantMessage("", [ToolCall("c1", "shout", json.dumps({"text": text}))])
 
 
-def make_agent(runs: int = 50) -> ReactAgent:
-    """The agent, with a script long enough for ``runs`` questions."""
-    return ReactAgent("helper", ScriptedChatModel([reply] * (2 * runs)), tools=[shout])
+def make_agent(runs: int = 50, *, approve: bool = False) -> ReactAgent:
+    """The agent, with a script long enough for ``runs`` questions (``approve``: ``shout``
+    waits for approval)."""
+    model = ScriptedChatModel([reply] * (2 * runs))
+    if not approve:
+        return ReactAgent("helper", model, tools=[shout])
+    hook = HumanInTheLoopHook(["shout"])
+    return ReactAgent("helper", model, tools=[shout], hooks=[hook], saver=MemorySaver())
 
 
 if __name__ == "__main__":
-    serve(make_agent(), description="Ask the helper agent.").run("stdio")
+    agent = make_agent(approve=sys.argv[1:] == ["approve"])
+    serve(agent, description="Ask the helper agent.").run("stdio")
