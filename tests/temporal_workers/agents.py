@@ -201,11 +201,13 @@ def agents() -> list[ReactAgent]:
 
 
 def temporal_agents(task_queue: str, store: str | None = None) -> dict[str, TemporalAgent]:
-    """The agents as Temporal runs them, by name; lost calls are noticed within 1.5 s.
+    """The agents as Temporal runs them, by name; lost calls are noticed within 5 s (a
+    shorter heartbeat timeout made activities of a live worker time out on a loaded
+    2-core machine, and their retries back off for minutes).
     With a ``store`` directory (default: ``REACTCORE_TEMPORAL_STORE``), the long-run
     agents too: results over 4 KB by reference, a new run every 150 history events."""
     found = {
-        a.name: TemporalAgent(a, task_queue=task_queue, heartbeat_timeout=1.5) for a in agents()
+        a.name: TemporalAgent(a, task_queue=task_queue, heartbeat_timeout=5.0) for a in agents()
     }
     store = store or os.environ.get(STORE_ENV)
     if store:
@@ -213,7 +215,7 @@ def temporal_agents(task_queue: str, store: str | None = None) -> dict[str, Temp
             found[a.name] = TemporalAgent(
                 a,
                 task_queue=task_queue,
-                heartbeat_timeout=1.5,
+                heartbeat_timeout=5.0,
                 store=FileStore(store),
                 inline_limit=4096,
                 continue_after_events=150,
