@@ -7,6 +7,7 @@ reasoning through a checkpoint, retries) run on Bedrock in test_agent_providers.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import json
 import struct
@@ -598,3 +599,67 @@ def test_a_tool_loop_keeps_one_thinking_mode() -> None:
     assert kept["additionalModelRequestFields"] == on
     assert "reasoningContent" in kept["messages"][1]["content"][0]
     assert body(foreign, results, UserMessage("and Rome?"))["additionalModelRequestFields"] == on
+
+
+def _as_params(value: Any) -> Any:
+    """A Converse JSON body as boto3's parameters: blobs (``bytes``) decoded from base64."""
+    if isinstance(value, dict):
+        return {
+            k: base64.b64decode(v) if k == "bytes" and isinstance(v, str) else _as_params(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_as_params(v) for v in value]
+    return value
+
+
+def test_requests_validate_against_botocores_converse_shape() -> None:
+    """What reactcore sends is a valid ``ConverseRequest`` by botocore's own service model
+    (the shape boto3 checks its parameters against): system and cache points, tools and
+    tool choice, images and documents, a tool loop with signed reasoning, ``toolUse`` and
+    ``toolResult`` blocks with a status, and a step with no visible tools."""
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    from reactcore import SystemMessage
+    from reactcore.models import ChatOptions
+
+    shape = (
+        botocore.session.get_session()
+        .get_service_model("bedrock-runtime")
+        .operation_model("Converse")
+        .input_shape
+    )
+    user = UserMessage(
+        "look",
+        parts=[
+            ImagePart("data:image/png;base64,iVBORw0KGgo="),
+            FilePart(file_data="data:application/pdf;base64,JVBERi0=", filename="report v2.pdf"),
+        ],
+    )
+    reasoning = {"index": 0, "text": "Weather first.", "signature": reasoning_signature("W")}
+    call = AssistantMessage(
+        "",
+        [ToolCall("t1", "weather", '{"city": "Oslo"}')],
+        reasoning="Weather first.",
+        provider_data={"bedrock": {"reasoning": [reasoning]}},
+    )
+    results = ToolResponseMessage(
+        [ToolResponse("t1", "weather", "rain"), ToolResponse("t2", "weather", "Error: x", True)]
+    )
+    spec = ToolSpec("weather", "The weather.", {"type": "object"})
+    requests = [
+        ModelRequest(
+            [user],
+            system_message=SystemMessage("Be brief."),
+            tool_specs=[spec],
+            tools=["weather"],
+            options=ChatOptions(tool_choice="required", max_tokens=100, temperature=0.2),
+        ),
+        ModelRequest([user, call, results], tool_specs=[spec], tools=["weather"]),
+        ModelRequest([user, call, results]),  # no visible tools: the used ones are named
+    ]
+    for request in requests:
+        body = request_body(request, thinking_budget=1024, cache_prompt=True)
+        report = ParamValidator().validate({"modelId": "m", **_as_params(body)}, shape)
+        assert not report.has_errors(), report.generate_report()
