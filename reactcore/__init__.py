@@ -50,6 +50,7 @@ from ._exceptions import PayloadMissing as PayloadMissing
 from ._exceptions import PIIDetectedError as PIIDetectedError
 from ._exceptions import ReactcoreError as ReactcoreError
 from ._exceptions import ReportedError as ReportedError
+from ._exceptions import RequestRefused as RequestRefused
 from ._exceptions import RunCancelled as RunCancelled
 from ._exceptions import SaverError as SaverError
 from ._exceptions import SaverUnavailable as SaverUnavailable
@@ -203,6 +204,7 @@ __all__ = [
     "Remove",
     "ReplaceAll",
     "ReportedError",
+    "RequestRefused",
     "Resume",
     "RunCancelled",
     "RunFailed",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._messages import AssistantMessage, ToolCall
+from ._messages import AssistantMessage, ToolCall, ToolResponse
 from .models.base import ToolCallDelta, Usage
 
 if TYPE_CHECKING:
@@ -81,30 +81,39 @@ class ToolCallStarted:
 
 @attrs.frozen
 class ToolCallFinished:
-    """A tool call ended with an answer (``is_error`` for an error shown to the model)."""
+    """A tool call ended with an answer (``is_error`` for an error shown to the model).
+
+    ``response`` is that answer as the model gets it (text, parts, and the tool's ``data``),
+    so a reader (a UI, a protocol adapter) never digs it out of the state.
+    """
 
     call_id: str
     name: str
     is_error: bool
     duration: float
+    response: ToolResponse | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
 class ToolCallTimedOut:
-    """A tool call ran out of time after ``timeout`` seconds."""
+    """A tool call ran out of time after ``timeout`` seconds; ``response`` is the error
+    the model gets for it."""
 
     call_id: str
     name: str
     timeout: float
+    response: ToolResponse | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
 class ToolCallCancelled:
-    """A tool call was cancelled by the caller (``run.cancel_tool``)."""
+    """A tool call was cancelled by the caller (``run.cancel_tool``); ``response`` is the
+    cancellation text the model gets for it."""
 
     call_id: str
     name: str
     reason: str | None = None
+    response: ToolResponse | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen

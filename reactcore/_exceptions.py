@@ -25,8 +25,9 @@
      ├── MCPError                  an MCP server cannot be reached, or failed (``reactcore.mcp``)
      ├── PayloadMissing            (also LookupError) a payload store lacks what a run refers to
      ├── ScriptExhaustedError      (also RuntimeError) a ScriptedChatModel ran out of replies
-     └── CassetteError             a cassette cannot be read, or has no recording to replay
-          └── CassetteMismatchError  what a replayed run sends differs from every recording
+     ├── CassetteError             a cassette cannot be read, or has no recording to replay
+     │    └── CassetteMismatchError  what a replayed run sends differs from every recording
+     └── RequestRefused            a served agent refuses a client's request (``reactcore.serving``)
 
 Errors of use (a bad option, a state the node cannot work on) are the builtin
 ``ValueError`` / ``TypeError``: they are bugs in the caller, not run-time failures.
@@ -358,3 +359,16 @@ class PayloadMissing(ReactcoreError, LookupError):
     def __init__(self, message: str, *, key: str) -> None:
         super().__init__(message)
         self.key = key
+
+
+class RequestRefused(ReactcoreError):
+    """Raised by a served agent's app (``reactcore.serving``, the protocol apps) when it
+    refuses a client's request; the app answers with ``status`` and a JSON body holding
+    ``code`` and the message, never more (no stack, no key). An ``authorize`` callable
+    raises it (``RequestRefused(401, "unauthorized", "…")``) to turn a client away."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message

@@ -294,11 +294,13 @@ class _CallEvents:
         if not run.wants_events:
             return
         if job.status is Status.TIMED_OUT:
-            await run.emit(ToolCallTimedOut(call.id, call.name, job.timeout))
+            await run.emit(ToolCallTimedOut(call.id, call.name, job.timeout, response))
         elif job.status is Status.CANCELLED:
-            await run.emit(ToolCallCancelled(call.id, call.name, job.cancel_reason or None))
+            reason = job.cancel_reason or None
+            await run.emit(ToolCallCancelled(call.id, call.name, reason, response))
         else:
-            await run.emit(ToolCallFinished(call.id, call.name, response.is_error, job.duration))
+            duration = job.duration
+            await run.emit(ToolCallFinished(call.id, call.name, response.is_error, duration, response))
 
 
 @attrs.define(eq=False)
