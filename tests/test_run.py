@@ -171,6 +171,49 @@ async def test_cancel_without_reason_and_timeout_events() -> None:
     assert texts[1] == "Error: Tool execution was cancelled by the caller"
 
 
+async def test_tool_end_events_carry_the_answer_the_model_gets() -> None:
+    """ToolCallFinished, ToolCallTimedOut and ToolCallCancelled carry the call's
+    ToolResponse, the same one the next model request holds (what a protocol adapter
+    streams to its client), in their JSON form too."""
+    from reactcore import event_from_json, to_json
+
+    @tool(timeout=0.05)
+    async def stall() -> str:
+        await anyio.sleep(30)
+        return "x"
+
+    @tool
+    async def hang() -> str:
+        await anyio.sleep(30)
+        return "x"
+
+    calls = asks(("q", "quick", {"x": 7}), ("t", "stall", {}), ("h", "hang", {}))
+    model = ScriptedChatModel([calls, "ok"])
+    agent = ReactAgent("a", model, tools=[quick, stall, hang], parallel_tool_execution=True)
+    seen: list[Event] = []
+    async with agent.start("go") as run, run.events() as events:
+        async for event in events:
+            seen.append(event)
+            if isinstance(event, ToolCallStarted) and event.call_id == "h":
+                await run.cancel_tool("h", "not needed")
+        result = await run.result()
+    ends = [
+        e for e in seen if isinstance(e, ToolCallFinished | ToolCallTimedOut | ToolCallCancelled)
+    ]
+    answered = {r.id: r for r in result.messages[2].responses}
+    assert {e.call_id for e in ends} == {"q", "t", "h"}
+    for event in ends:
+        assert event.response == answered[event.call_id]
+        assert event_from_json(to_json(event)).response == event.response  # type: ignore[union-attr]
+    by_id = {e.call_id: e.response for e in ends}
+    assert by_id["q"] is not None and by_id["q"].response_data == "7"
+    assert by_id["h"] is not None
+    assert (
+        by_id["h"].response_data == "Error: Tool execution was cancelled by the caller: not needed"
+    )
+    assert by_id["t"] is not None and by_id["t"].is_error
+
+
 async def test_cancel_the_run_keeps_finished_tool_responses() -> None:
     """run.cancel() mid-batch: result() raises RunCancelled with the messages so far,
     including the responses of the calls that had finished; no task is left."""

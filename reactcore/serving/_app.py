@@ -87,6 +87,13 @@ class Served:
         self.rate.take(principal)
         return principal
 
+    async def starting(self, request: Request) -> str:
+        """``principal``, for a request that starts a stream: also 503 when no run can
+        start (``max_live_runs``), before the stream's answer begins."""
+        principal = await self.principal(request)
+        self.runs.check_room()
+        return principal
+
     def thread_id(self, principal: str, thread_id: object) -> str | None:
         """The saver's thread for a client's ``thread_id`` (``None`` without a saver, where
         nothing is kept between requests anyway)."""

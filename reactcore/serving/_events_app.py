@@ -50,7 +50,7 @@ def _input(body: Mapping[str, Any]) -> str | Resume:
 
 def _endpoint(served: Served) -> Any:
     async def start(request: Request) -> EventStreamResponse:
-        principal = await served.principal(request)
+        principal = await served.starting(request)
         body = await read_json(request, served.limits.max_body_bytes)
         if not isinstance(body, Mapping):
             raise RequestRefused(400, "bad_request", "the request body must be a JSON object")

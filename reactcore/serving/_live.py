@@ -67,11 +67,16 @@ class LiveRuns:
     _runs: dict[tuple[str, str], LiveRun] = attrs.field(factory=dict, init=False)
     _reserved: int = attrs.field(default=0, init=False)
 
+    def check_room(self) -> None:
+        """503 when ``max_runs`` runs are streaming: asked before a stream's answer starts,
+        so a client turned away gets a status, not an error inside a stream."""
+        if self._reserved >= self.max_runs:
+            raise RequestRefused(503, "busy", "too many runs are streaming; try again later")
+
     @contextmanager
     def slot(self) -> Iterator[None]:
         """Hold one of the ``max_runs`` places while a run starts and streams."""
-        if self._reserved >= self.max_runs:
-            raise RequestRefused(503, "busy", "too many runs are streaming; try again later")
+        self.check_room()
         self._reserved += 1
         try:
             yield
