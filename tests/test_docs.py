@@ -311,6 +311,7 @@ _PUBLIC_SUBMODULES = (
     "reactcore.otel",
     "reactcore.postgres",
     "reactcore.savers",
+    "reactcore.serving",
 )
 
 
