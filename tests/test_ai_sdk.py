@@ -117,7 +117,8 @@ async def test_the_ai_sdk_chat_reads_a_run_with_two_parallel_tools() -> None:
     """The AI SDK's chat, validating every chunk, reads a whole run of an agent whose
     model is a real HTTP provider (the loopback OpenAI-compatible server): text deltas,
     two tool calls run in parallel, the final answer. The message it assembles has one
-    step per model call, both tool parts with their input and output, and the answer."""
+    step per model call, both tool parts with their input and output, and the answer; a
+    chunk outside the SDK's schema fails the same client (its validation is on)."""
     calls = AssistantMessage(
         "Checking both.",
         [
@@ -153,6 +154,27 @@ async def test_the_ai_sdk_chat_reads_a_run_with_two_parallel_tools() -> None:
     }
     second = provider.requests[1]["messages"]
     assert [m["content"] for m in second if m["role"] == "tool"] == ["rain in Oslo", "sun in Lima"]
+    # The same client refuses a chunk outside the SDK's schema: validation is on.
+    async with serve_app(_schema_breaker()) as url:
+        lines = await run_node("ai_sdk_chat.mjs", "run", url, "alice", "chat-1")
+    assert lines[-1]["status"] == "error"
+    assert lines[-1]["error"].startswith("Type validation failed")
+
+
+def _schema_breaker() -> Any:
+    """A server answering a text delta without its part id (the schema requires one)."""
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    body = 'data: {"type":"start"}\n\ndata: {"type":"text-delta","delta":"x"}\n\ndata: [DONE]\n\n'
+
+    async def chat(request: Any) -> Response:
+        await request.body()
+        headers = {"x-vercel-ai-ui-message-stream": "v1"}
+        return Response(body, media_type="text/event-stream", headers=headers)
+
+    return Starlette(routes=[Route("/", chat, methods=["POST"])])
 
 
 @pytest.mark.usefixtures("node_clients")
@@ -351,6 +373,49 @@ async def test_a_saved_chat_adds_only_the_new_turn() -> None:
         assert _streamed_text(second) == "Second answer."
     texts = [m.text for m in model.requests[1].messages]
     assert texts == ["one", "First answer.", "two"]
+
+
+async def test_a_cancelled_run_aborts_and_a_failed_one_says_only_its_kind() -> None:
+    """``POST runs/{runId}/cancel`` ends the stream with ``abort``; a run that fails
+    ends it with ``error`` naming the failure's kind, never its message (which may hold a
+    key or a URL)."""
+    started = anyio.Event()
+
+    @tool
+    async def stall() -> str:
+        """Never returns."""
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    model = ScriptedChatModel(
+        [
+            AssistantMessage("", [ToolCall("c1", "stall", "{}")]),
+            RuntimeError("upstream said no to sk-secret-123"),
+        ]
+    )
+    agent = ReactAgent(name="a", model=model, tools=[stall])
+    app = ai_sdk_app(agent, authorize=_bearer)
+    async with serve_app(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        async with client.stream("POST", "/", json=_body("c", "go"), headers=_as("a")) as response:
+            chunks = sse_events(response)
+            run_id = (await _first_chunks(chunks, "tool-input-available"))["messageMetadata"][
+                "runId"
+            ]
+            await started.wait()
+            cancel = await client.post(f"/runs/{run_id}/cancel", headers=_as("a"))
+            assert cancel.json() == {"cancelled": True}
+            rest = [chunk async for _, chunk in chunks]
+        assert rest[-2:] == [{"type": "abort", "reason": "the run was cancelled"}, "[DONE]"]
+        failed = await client.post("/", json=_body("c", "again"), headers=_as("a"))
+    assert "sk-secret" not in failed.text
+    frames = [
+        json.loads(line[6:]) for line in failed.text.splitlines()[:-2] if line.startswith("data: {")
+    ]
+    assert frames[-1] == {
+        "type": "error",
+        "errorText": "the run failed (RuntimeError); the service's log has the details",
+    }
 
 
 @pytest.mark.parametrize("keep_running", [False, True])

@@ -102,7 +102,9 @@ class UIMessageStream:
     ``awaiting`` holds the calls waiting for an approval (the ones a client answered in
     its request, or those of a pause of this stream): the ones that do not run (rejected)
     end ``tool-output-denied`` once the run goes past them. ``known`` holds the calls the
-    client already has parts for (from its request's last message).
+    client has parts for: those of its request's last message, and those this stream
+    announced (an approval request or an output for any other call would name a part the
+    client does not have).
     """
 
     awaiting: set[str] = attrs.field(factory=set)
@@ -117,7 +119,8 @@ class UIMessageStream:
     _hidden: bool = attrs.field(default=False, init=False)
 
     def start(self, message_id: str, run_id: str, thread_id: str | None) -> list[Chunk]:
-        """The first chunk: the message id, and the run id to steer by in the metadata."""
+        """The first chunk: the message id, and in the metadata the run id to steer by and
+        the chat id (``thread_id``, as the client sent it)."""
         metadata = {"runId": run_id, "threadId": thread_id}
         return [{"type": "start", "messageId": message_id, "messageMetadata": metadata}]
 
