@@ -462,8 +462,13 @@ async def test_a_client_leaving_cancels_the_run_unless_kept_running(keep_running
 async def test_bad_requests_get_a_json_error_without_a_stack() -> None:
     """Malformed bodies are 4xx JSON errors naming what is wrong (never a stack), a
     request without a principal is 401, more messages than ``Limits.max_messages`` 413;
-    answering an approval without a saver is 409 pointing to the steering endpoint."""
+    answering an approval without a saver is 409 pointing to the steering endpoint; bad
+    arguments of ``ai_sdk_app`` are a ``TypeError`` naming them."""
     agent = ReactAgent(name="a", model=ScriptedChatModel([]))
+    with pytest.raises(TypeError, match="wait_for_decisions"):
+        ai_sdk_app(agent, authorize=_bearer, wait_for_decisions="yes")
+    with pytest.raises(TypeError, match="authorize"):
+        ai_sdk_app(agent, authorize="alice")
     app = ai_sdk_app(agent, authorize=_bearer, limits=Limits(max_messages=2))
     approval = {
         "id": "a1",

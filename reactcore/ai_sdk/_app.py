@@ -87,9 +87,7 @@ def _conflict(code: str, message: str) -> RequestRefused:
     return RequestRefused(409, code, message)
 
 
-async def _resume_plan(
-    served: Served, chat: ChatRequest, last: Mapping[str, Any], config: RunnableConfig
-) -> _Plan:
+async def _resume_plan(served: Served, last: Mapping[str, Any], config: RunnableConfig) -> _Plan:
     answers = approval_answers(last)
     if answers is None:
         raise RequestRefused(
@@ -135,7 +133,7 @@ async def _plan(served: Served, principal: str, chat: ChatRequest) -> _Plan:
     if last is None:
         raise RequestRefused(422, "bad_request", "'messages' must not be empty")
     if last["role"] == "assistant":
-        return await _resume_plan(served, chat, last, config)
+        return await _resume_plan(served, last, config)
     saver = served.agent.saver
     checkpoint = None
     if saver is not None and config.thread_id is not None:
