@@ -295,6 +295,67 @@ async def test_an_approval_is_answered_from_the_ai_sdk_client(how: str, choice: 
         assert answer.responses[0].response_data == "not now"
 
 
+async def test_a_pause_nobody_decides_ends_and_the_next_request_answers() -> None:
+    """With ``wait_for_decisions=True`` a paused stream waits ``Limits.pause_timeout`` for
+    the steering endpoint; when nobody decides it ends like the default (the approval
+    request, ``finish`` with ``tool-calls``), and the chat's next request, answering the
+    approval the AI SDK's way (the tool part ``approval-responded``), resumes the thread
+    into the same assistant message."""
+    sent: list[str] = []
+
+    @tool
+    async def send_email(to: str) -> str:
+        """Sends an email."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    model = ScriptedChatModel(
+        [AssistantMessage("", [ToolCall("c_mail", "send_email", '{"to": "bob"}')]), "Sent."]
+    )
+    agent = ReactAgent(
+        name="mailer",
+        model=model,
+        tools=[send_email],
+        hooks=[HumanInTheLoopHook(["send_email"])],
+        saver=MemorySaver(),
+    )
+    limits = Limits(pause_timeout=0.2)
+    app = ai_sdk_app(agent, authorize=_bearer, limits=limits, wait_for_decisions=True)
+    async with serve_app(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        paused = await client.post("/", json=_body("c", "mail bob"), headers=_as("a"))
+        chunks = [json.loads(line[6:]) for line in paused.text.splitlines()[:-2] if "{" in line]
+        assert chunks[-3:] == [
+            {"type": "tool-approval-request", "approvalId": "c_mail", "toolCallId": "c_mail"},
+            {"type": "finish-step"},
+            {"type": "finish", "finishReason": "tool-calls"},
+        ]
+        assistant = {
+            "id": chunks[0]["messageId"],
+            "role": "assistant",
+            "parts": [
+                {"type": "step-start"},
+                {
+                    "type": "tool-send_email",
+                    "toolCallId": "c_mail",
+                    "state": "approval-responded",
+                    "input": {"to": "bob"},
+                    "approval": {"id": "c_mail", "approved": True},
+                },
+            ],
+        }
+        body = _body("c", "mail bob")
+        body["messages"].append(assistant)
+        resumed = await client.post("/", json=body, headers=_as("a"))
+    frames = [json.loads(line[6:]) for line in resumed.text.splitlines()[:-2] if "{" in line]
+    assert frames[0]["messageId"] == assistant["id"]
+    assert {
+        "type": "tool-output-available",
+        "toolCallId": "c_mail",
+        "output": "sent to bob",
+    } in frames
+    assert sent == ["bob"] and _streamed_text(resumed) == "Sent."
+
+
 async def _first_chunks(chunks: AsyncIterator[tuple[str, Any]], wanted: str) -> dict[str, Any]:
     """Read ``chunks`` until one of type ``wanted``; the ``start`` chunk. (One iterator
     per response: an abandoned one, finalized, would close the response.)"""

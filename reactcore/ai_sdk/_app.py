@@ -67,8 +67,10 @@ _log = get_logger(component="ai_sdk")
 
 
 def frame(chunk: Chunk) -> bytes:
-    """One chunk as a server-sent event: ``data: <JSON>``."""
-    return f"data: {json.dumps(chunk, separators=(',', ':'), ensure_ascii=False)}\n\n".encode()
+    """One chunk as a server-sent event: ``data: <JSON>`` (a value JSON cannot hold, in a
+    tool's ``data``, as its ``str``: one odd output does not end the stream)."""
+    text = json.dumps(chunk, separators=(",", ":"), ensure_ascii=False, default=str)
+    return f"data: {text}\n\n".encode()
 
 
 @attrs.frozen
