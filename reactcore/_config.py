@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import attrs
 from cattrs.errors import ClassValidationError
@@ -75,6 +75,14 @@ class RunnableConfig:
     ``wait_for_thread``: when another live run owns ``thread_id``, how many seconds to
     wait for it to end before raising ``ThreadBusy`` (0, the default: raise at once;
     ``math.inf``: wait as long as it takes).
+    ``unfinished``: what new input does on a thread whose last run did not finish (it was
+    cancelled, or its process died): ``"raise"`` (the default) refuses it with a
+    ``ValueError`` naming what is pending, so nothing is dropped silently; ``"cancel"``
+    ends that run for good — each call it left unanswered gets ``Error: Tool execution was
+    cancelled by the caller: the run ended before this call finished``, the finished
+    calls' answers and state updates are kept — and the new input goes on from there (a
+    chat whose user pressed stop, then wrote again). A pause for approval is not
+    unfinished: it still waits for its decisions.
     """
 
     thread_id: str | None = attrs.field(default=None, validator=_thread_id)
@@ -86,6 +94,9 @@ class RunnableConfig:
     )
     wait_for_thread: float = attrs.field(
         default=0.0, kw_only=True, validator=valid.number(minimum=0)
+    )
+    unfinished: Literal["raise", "cancel"] = attrs.field(
+        default="raise", kw_only=True, validator=valid.one_of("raise", "cancel")
     )
 
 

@@ -27,7 +27,15 @@ from ._approval import (
     scoped,
     unscoped,
 )
-from ._batch import PAUSED, RETURN_DIRECT, has_pending_updates, paused_by, pending_calls
+from ._batch import (
+    PAUSED,
+    PENDING_UPDATES,
+    RETURN_DIRECT,
+    Batch,
+    has_pending_updates,
+    paused_by,
+    pending_calls,
+)
 from ._checkpoint import Checkpoint, NextStep, Saver
 from ._config import RunnableConfig
 from ._events import (
@@ -142,13 +150,39 @@ async def starting_point(
             ids = ", ".join(c.id for c in checkpoint.interrupt)
             raise ValueError(f"{where} waits for approval of calls {ids}; resume with Resume(...)")
         return Start(state, checkpoint.next, False, checkpoint.model_calls)
-    if pending:
+    if pending and config.unfinished == "cancel" and not checkpoint.interrupt:
+        state = ended_for_good(state)
+    elif pending:
         calls = ", ".join(f"{c.name} ({c.id})" for c in unanswered(state)) or "none"
         raise ValueError(
             f"{where} has an unfinished run (next step: {checkpoint.next}; pending tool calls: "
             f"{calls}); resume it with invoke(None, config) before sending new input"
         )
     return Start(state.merge(input_update(value)), "model", True)
+
+
+ENDED_TEXT = (
+    "Error: Tool execution was cancelled by the caller: the run ended before this call finished"
+)
+
+
+def ended_for_good(state: OverAllState) -> OverAllState:
+    """``state`` with its unfinished batch closed (``RunnableConfig.unfinished="cancel"``):
+    every unanswered call answered as cancelled, the finished calls' answers and their
+    state updates (kept aside while the batch could go on) applied in call order."""
+    last = (state.get(MESSAGES) or [None])[-1]
+    if not unanswered(state) and not has_pending_updates(last):
+        return state  # stopped between steps: nothing of a batch is left open
+    assistant, previous = pending_calls(state)
+    # Only the batch's answers and updates are used: no node runs a call here.
+    batch = Batch(None, state, assistant, previous, False, None)  # type: ignore[arg-type]
+    if previous is not None:
+        batch.done.update((r.id, r) for r in previous.responses)
+        batch.updates.update(previous.metadata.get(PENDING_UPDATES, {}))
+    for call in assistant.tool_calls:
+        if call.id not in batch.done:
+            batch.done[call.id] = ToolResponse(call.id, call.name, ENDED_TEXT, is_error=True)
+    return state.merge(batch.update())
 
 
 def _no_checkpoint(agent: ReactAgent, config: RunnableConfig) -> str:

@@ -124,6 +124,65 @@ async def test_new_input_on_unfinished_thread_names_the_pending_calls() -> None:
         await agent.invoke("something else", RunnableConfig(thread_id="t"))
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+async def test_unfinished_cancel_closes_the_stopped_batch_and_takes_the_new_input(
+    parallel: bool,
+) -> None:
+    """With ``RunnableConfig(unfinished="cancel")`` new input on a thread whose run was
+    cancelled mid-batch goes on: the finished call keeps its answer and its state update
+    (applied now, in call order), the unfinished call is answered as cancelled, and the
+    model's next request holds the whole batch, answered, then the new input. Without it
+    the same input is refused; a finished thread takes new input as always."""
+    done: Counter[str] = Counter()
+
+    @tool
+    async def hang() -> str:
+        await anyio.sleep(30)
+        return "x"
+
+    seen: list[ModelRequest] = []
+
+    def answer(request: ModelRequest) -> AssistantMessage:
+        seen.append(request)
+        return AssistantMessage("fine")
+
+    model = ScriptedChatModel([asks(("a1", "a", {}), ("h1", "hang", {})), answer, "again"])
+    agent = ReactAgent(
+        "a",
+        model,
+        tools=[hang, *recording_tools(done)],
+        saver=MemorySaver(),
+        parallel_tool_execution=parallel,
+    )
+    async with agent.start("go", RunnableConfig(thread_id="t")) as run, run.events() as events:
+        async for event in events:
+            if isinstance(event, ToolCallFinished) and event.call_id == "a1":
+                await run.cancel()
+    assert done["a1"] == 1
+    with pytest.raises(ValueError, match=r"hang \(h1\)"):
+        await agent.invoke("next", RunnableConfig(thread_id="t"))
+    result = await agent.invoke("next", {"thread_id": "t", "unfinished": "cancel"})
+    assert result.text == "fine"
+    answered = seen[0].messages[-2]
+    assert isinstance(answered, ToolResponseMessage)
+    assert [(r.id, r.response_data, r.is_error) for r in answered.responses] == [
+        ("a1", "a ok", False),
+        (
+            "h1",
+            "Error: Tool execution was cancelled by the caller: the run ended before "
+            "this call finished",
+            True,
+        ),
+    ]
+    assert seen[0].messages[-1] == UserMessage("next")
+    assert result.state.data["log"] == ["a1"]
+    assert done["a1"] == 1  # the finished call did not run again
+    again = await agent.invoke("more", {"thread_id": "t", "unfinished": "cancel"})
+    assert again.text == "again"  # a finished thread is not unfinished: nothing to close
+    with pytest.raises(ValueError, match="unfinished"):
+        RunnableConfig(unfinished="drop")  # type: ignore[arg-type]
+
+
 async def uninterrupted_state(parallel: bool) -> dict[str, Any]:
     done: Counter[str] = Counter()
     agent = ReactAgent(

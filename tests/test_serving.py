@@ -360,3 +360,55 @@ def test_bad_arguments_are_refused_at_construction_naming_the_parameter() -> Non
         events_app(agent, authorize=by_header, keep_running="yes")
     with pytest.raises(ValueError, match=r"Limits\.max_live_runs must be a positive number"):
         Limits(max_live_runs=0)
+
+
+async def test_the_next_message_after_a_cancelled_run_goes_on_from_it() -> None:
+    """A run cancelled through the endpoint mid-batch leaves its thread unfinished; the
+    client's next message on that thread is not refused: the unanswered call is answered
+    as cancelled, the finished one kept, and the model answers the new message."""
+    gate = Gate()
+    seen: list[ModelRequest] = []
+
+    def final(request: ModelRequest) -> AssistantMessage:
+        seen.append(request)
+        return AssistantMessage("ok, something else")
+
+    @tool
+    async def fast() -> str:
+        """Answer at once."""
+        return "fast done"
+
+    @tool
+    async def slow() -> str:
+        """Wait for the gate."""
+        return await gate()
+
+    model = ScriptedChatModel([asks(("f", "fast", {}), ("s", "slow", {})), final])
+    agent = ReactAgent(
+        "served", model, tools=[fast, slow], parallel_tool_execution=True, saver=MemorySaver()
+    )
+    app = events_app(agent, authorize=by_header)
+    async with client(app) as http:
+        body = {"input": "go", "threadId": "t1"}
+        async with http.stream("POST", "/", json=body, headers=as_user("ann")) as response:
+            events = []
+            async for event, data in sse_events(response):
+                events.append(event)
+                if event == "run_started":
+                    run_id = data["runId"]
+                if event == "tool_call_finished":
+                    await gate.started.wait()
+                    cancel = await http.post(f"/runs/{run_id}/cancel", headers=as_user("ann"))
+                    assert cancel.json() == {"cancelled": True}
+        assert "run_failed" in events
+        body = {"input": "something else", "threadId": "t1"}
+        async with http.stream("POST", "/", json=body, headers=as_user("ann")) as response:
+            events = [event async for event, _ in sse_events(response)]
+    assert "run_finished" in events
+    answered = seen[0].messages[-2]
+    assert isinstance(answered, ToolResponseMessage)
+    assert [r.response_data for r in answered.responses] == [
+        "fast done",
+        "Error: Tool execution was cancelled by the caller: the run ended before this call "
+        "finished",
+    ]

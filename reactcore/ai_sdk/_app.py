@@ -147,8 +147,6 @@ async def _plan(served: Served, principal: str, chat: ChatRequest) -> _Plan:
             raise _conflict("cannot_regenerate", "a saved chat's answers cannot be regenerated")
         if checkpoint.interrupt:
             raise _conflict("waits_for_approval", "this chat waits for the approval of a tool call")
-        if checkpoint.next != "end":
-            raise _conflict("unfinished", "this chat's last run did not finish")
         messages = to_messages([last])
     if not messages:
         raise RequestRefused(422, "bad_request", "the request has no user message to answer")
@@ -157,7 +155,7 @@ async def _plan(served: Served, principal: str, chat: ChatRequest) -> _Plan:
 
 def _endpoint(served: Served, wait_for_decisions: bool) -> Any:
     async def chat(request: Request) -> EventStreamResponse:
-        principal = await served.principal(request)
+        principal = await served.starting(request)
         body = await read_json(request, served.limits.max_body_bytes)
         request_ = read_request(body, served.limits.max_messages)
         plan = await _plan(served, principal, request_)

@@ -102,11 +102,14 @@ class Served:
         return scoped_thread_id(principal, client_id(thread_id, "threadId"))
 
     def config(self, principal: str, thread_id: object, **context: Any) -> RunnableConfig:
-        """A run's config: its scoped thread, and ``context`` for the run's tools."""
+        """A run's config: its scoped thread, and ``context`` for the run's tools. New
+        input on a thread whose last run was cancelled (its client left, or stopped it)
+        goes on from it, the calls it left answered as cancelled (``unfinished``)."""
         return RunnableConfig(
             thread_id=self.thread_id(principal, thread_id),
             metadata={"principal": principal},
             context=dict(context),
+            unfinished="cancel",
         )
 
     @asynccontextmanager
