@@ -68,6 +68,7 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from anyio.streams.memory import MemoryObjectSendStream
 from google.protobuf.json_format import MessageToDict
 
 from .._approval import Approve, Reject, Resume
@@ -207,7 +208,8 @@ def decisions_of(message: Message, pending: tuple[ToolCall, ...]) -> Resume:
         return Resume({pending[0].id: decision})
     raise InvalidParamsError(
         message='the task waits for approval: answer with a data part {"decisions": '
-        '{"<call id>": {"type": "approve"}}}' + (" or the text approve / reject" if len(pending) == 1 else "")
+        '{"<call id>": {"type": "approve"}}}'
+        + (" or the text approve / reject" if len(pending) == 1 else "")
     )
 
 
@@ -406,7 +408,7 @@ class RunHandler(RequestHandler):
         self,
         principal: str,
         turn: Turn,
-        send: anyio.abc.ObjectSendStream[Any],
+        send: MemoryObjectSendStream[Any],
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -428,12 +430,10 @@ class RunHandler(RequestHandler):
                     _log.error("a2a_stream_failed", error=type(exc).__name__)
                     _log.debug("a2a_stream_failed_detail", error=repr(exc))
 
-    async def _emit(
-        self, turn: Turn, send: anyio.abc.ObjectSendStream[Any], event: Event
-    ) -> None:
+    async def _emit(self, turn: Turn, send: MemoryObjectSendStream[Any], event: Event) -> None:
         task_id, context_id = turn.task_id, turn.context_id
 
-        def update(state: TaskState.ValueType, message: Message | None = None) -> Any:
+        def update(state: TaskState, message: Message | None = None) -> Any:
             return TaskStatusUpdateEvent(
                 task_id=task_id, context_id=context_id, status=status(state, message)
             )

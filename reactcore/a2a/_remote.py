@@ -106,9 +106,7 @@ class RemoteAgent:
 
     url: str = attrs.field(validator=_check_url)
     headers: Headers | None = attrs.field(default=None, kw_only=True, validator=_check_headers)
-    timeout: float = attrs.field(
-        default=300.0, kw_only=True, validator=valid.number(positive=True)
-    )
+    timeout: float = attrs.field(default=300.0, kw_only=True, validator=valid.number(positive=True))
     cancel_timeout: float = attrs.field(
         default=5.0, kw_only=True, validator=valid.number(positive=True)
     )
@@ -138,11 +136,14 @@ class RemoteAgent:
 
     async def _headers(self) -> dict[str, str]:
         given = self.headers
-        if callable(given):
-            given = given()
-            if inspect.isawaitable(given):
-                given = await given
-        return dict(given or {})
+        if given is None:
+            return {}
+        if not callable(given):
+            return dict(given)
+        made = given()
+        if inspect.isawaitable(made):
+            made = await made
+        return dict(made)
 
 
 @attrs.define(eq=False)
@@ -150,7 +151,7 @@ class _Progress:
     """What a call has seen of its remote task so far."""
 
     task_id: str = ""
-    state: TaskState.ValueType = TaskState.TASK_STATE_UNSPECIFIED
+    state: TaskState = TaskState.TASK_STATE_UNSPECIFIED
     status_text: str = ""
     artifacts: dict[str, str] = attrs.field(factory=dict)
     reply: str | None = None
@@ -242,10 +243,12 @@ class _RemoteCall:
             if update.status.state not in _ENDED and update.status.HasField("message"):
                 events.extend(self._progress_events(update.status.message))
         elif response.HasField("artifact_update"):
-            update = response.artifact_update
-            key = update.artifact.artifact_id
-            text = "".join(p.text for p in update.artifact.parts if p.HasField("text"))
-            progress.artifacts[key] = (progress.artifacts.get(key, "") + text) if update.append else text
+            chunk = response.artifact_update
+            key = chunk.artifact.artifact_id
+            text = "".join(p.text for p in chunk.artifact.parts if p.HasField("text"))
+            progress.artifacts[key] = (
+                (progress.artifacts.get(key, "") + text) if chunk.append else text
+            )
         return events
 
     def _status(self, progress: _Progress, status: Any) -> None:

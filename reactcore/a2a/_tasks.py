@@ -101,7 +101,7 @@ def pending_json(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
 
 
 def status(
-    state: TaskState.ValueType, message: Message | None = None
+    state: TaskState, message: Message | None = None
 ) -> TaskStatus:  # a fresh timestamp on every status
     value = TaskStatus(state=state)
     value.timestamp.GetCurrentTime()
@@ -116,8 +116,7 @@ def input_required(task_id: str, context_id: str, calls: Sequence[ToolCall]) -> 
     text = (
         f"waiting for approval: {names}. Answer with a data part "
         '{"decisions": {"<call id>": {"type": "approve"}}} (or "edit" with "arguments", '
-        '"reject" with "reason")'
-        + ("; or the text approve / reject" if len(calls) == 1 else "")
+        '"reject" with "reason")' + ("; or the text approve / reject" if len(calls) == 1 else "")
     )
     message = agent_message(
         task_id, context_id, Part(text=text), data_part({"pending": pending_json(calls)})
