@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -35,6 +36,7 @@ from reactcore import (
     MemorySaver,
     ModelDelta,
     ReactAgent,
+    SqliteSaver,
     SubagentEvent,
     ToolCallCancelled,
     ToolCallFinished,
@@ -327,6 +329,53 @@ async def test_cancel_task_stops_the_running_tool_within_a_second() -> None:
             await client.cancel_task(CancelTaskRequest(id=task_id))
 
 
+async def test_a_client_that_leaves_its_stream_cancels_the_task() -> None:
+    """A streaming client that disconnects while the tool runs: the served run is
+    cancelled (its tool sees it), and the task reads ``canceled`` afterwards."""
+    gate = Gate()
+    async with served(served_agent(gate)) as url:
+        async with sdk_client(url) as client:
+            stream = client.send_message(user_message(text("slow job")))
+            first = await stream.__anext__()
+            task_id = first.task.id
+            with anyio.fail_after(30):
+                await gate.started.wait()
+            await stream.aclose()
+        with anyio.fail_after(10):
+            await gate.cancelled.wait()
+        async with sdk_client(url) as client:
+            with anyio.fail_after(10):
+                while True:
+                    task = await client.get_task(GetTaskRequest(id=task_id))
+                    if task.status.state != WORKING:
+                        break
+                    await anyio.wait_all_tasks_blocked()
+        assert task.status.state == CANCELED
+
+
+def test_bad_arguments_are_refused_at_construction() -> None:
+    """``a2a_app`` and ``RemoteAgent`` refuse wrong arguments with a ``TypeError`` naming
+    the parameter, before anything is served or sent; the package's ``__all__`` is sorted."""
+    import reactcore.a2a
+
+    agent = served_agent(Gate())
+    with pytest.raises(TypeError, match="url"):
+        a2a_app(agent, authorize=by_header, url="agent.test")
+    with pytest.raises(TypeError, match="agent"):
+        a2a_app(object(), authorize=by_header, url="http://agent.test/")
+    with pytest.raises(TypeError, match="authorize"):
+        a2a_app(agent, authorize="ann", url="http://agent.test/")
+    with pytest.raises(TypeError, match="limits"):
+        a2a_app(agent, authorize=by_header, url="http://agent.test/", limits={})
+    with pytest.raises(TypeError, match="url"):
+        RemoteAgent("agent.test")
+    with pytest.raises(TypeError, match="headers"):
+        RemoteAgent("http://agent.test/", headers=["x-user"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="timeout"):
+        RemoteAgent("http://agent.test/", timeout=0)
+    assert reactcore.a2a.__all__ == sorted(reactcore.a2a.__all__)
+
+
 async def test_v03_method_names_are_answered() -> None:
     """An older client's JSON-RPC (v0.3 names and shapes, no version header):
     ``message/send`` answers the completed task, ``tasks/get`` finds it, ``message/stream``
@@ -374,8 +423,8 @@ async def test_v03_method_names_are_answered() -> None:
 async def test_another_principal_gets_task_not_found_and_limits_hold() -> None:
     """A second principal asking for the first one's task — get, cancel, a message on it —
     gets "task not found", never "forbidden"; a request without a principal is 401, a body
-    over ``max_body_bytes`` 413, a message over the parts bound an invalid-params error;
-    no error carries a stack trace."""
+    over ``max_body_bytes`` 413, a message over the parts bound an invalid-params error,
+    requests beyond the principal's rate 429; no error carries a stack trace."""
     limits = Limits(max_body_bytes=4000, max_messages=3)
     async with served(served_agent(Gate()), limits=limits) as url:
         async with sdk_client(url, "ann") as ann, sdk_client(url, "bob") as bob:
@@ -401,16 +450,38 @@ async def test_another_principal_gets_task_not_found_and_limits_hold() -> None:
             missing = (await http.post("/", json=body, headers=headers)).json()
             assert missing["error"]["code"] == -32001
             assert "Traceback" not in json.dumps(missing)
+    slow_rate = Limits(requests_per_second=0.01, burst=2)
+    async with (
+        served(served_agent(Gate()), limits=slow_rate) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        headers = {"x-user": "cy", "A2A-Version": "1.0"}
+        answers = [(await http.post("/", json=body, headers=headers)) for _ in range(3)]
+        assert [a.status_code for a in answers] == [200, 200, 429]
+        assert answers[2].headers["retry-after"] == "1"
 
 
-async def test_a_replica_over_the_same_saver_continues_the_task() -> None:
+@asynccontextmanager
+async def replica_savers(kind: str, folder: Path) -> AsyncIterator[tuple[Any, Any]]:
+    """The savers of two replicas: one ``MemorySaver`` object shared, or two
+    ``SqliteSaver`` objects on one file (as two processes would have)."""
+    if kind == "memory":
+        shared = MemorySaver()
+        yield shared, shared
+        return
+    async with SqliteSaver(folder / "tasks.db") as one, SqliteSaver(folder / "tasks.db") as two:
+        yield one, two
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_replica_over_the_same_saver_continues_the_task(kind: str, tmp_path: Path) -> None:
     """A task paused for approval on one app is approved through another app over the
     same saver (a replica): it completes there, and the first app reads it completed."""
-    saver = MemorySaver()
     agent = served_agent(Gate())
     async with (
-        served(agent, saver=saver) as one,
-        served(agent, saver=saver) as two,
+        replica_savers(kind, tmp_path) as (saver_one, saver_two),
+        served(agent, saver=saver_one) as one,
+        served(agent, saver=saver_two) as two,
         sdk_client(one) as first,
         sdk_client(two) as second,
     ):
@@ -422,6 +493,46 @@ async def test_a_replica_over_the_same_saver_continues_the_task() -> None:
         got = await first.get_task(GetTaskRequest(id=task_id))
         assert got.status.state == COMPLETED
         assert got.artifacts[0].parts[0].text == "sent to bo"
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_cancel_through_a_replica_stops_the_run_where_it_runs(
+    kind: str, tmp_path: Path
+) -> None:
+    """``CancelTask`` sent to a replica that does not run the task reaches the run
+    through the saver (``request_cancel``): the running tool sees its cancellation, the
+    stream on the first app ends ``canceled``, and both apps answer ``canceled``."""
+    gate = Gate()
+    agent = served_agent(gate)
+    async with (
+        replica_savers(kind, tmp_path) as (saver_one, saver_two),
+        served(agent, saver=saver_one) as one,
+        served(agent, saver=saver_two) as two,
+        sdk_client(one) as first,
+        sdk_client(two) as second,
+    ):
+        seen: list[StreamResponse] = []
+        started = anyio.Event()
+
+        async def stream() -> None:
+            async for response in first.send_message(user_message(text("slow job"))):
+                seen.append(response)
+                started.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stream)
+            with anyio.fail_after(30):
+                await gate.started.wait()
+                await started.wait()
+            task_id = task_id_of(seen)
+            assert (await second.get_task(GetTaskRequest(id=task_id))).status.state == WORKING
+            cancelled = await second.cancel_task(CancelTaskRequest(id=task_id))
+            assert cancelled.status.state == CANCELED
+            with anyio.fail_after(10):
+                await gate.cancelled.wait()
+        assert states(seen)[-1] == CANCELED
+        for client in (first, second):
+            assert (await client.get_task(GetTaskRequest(id=task_id))).status.state == CANCELED
 
 
 def calling_agent(remote: RemoteAgent, task: str) -> ReactAgent:

@@ -283,10 +283,15 @@ class RunHandler(RequestHandler):
                 return None
             if task.status.state in TERMINAL:
                 raise TaskNotCancelableError(message="the task has ended")
-            if task.status.state == TaskState.TASK_STATE_WORKING:
-                # Another replica runs it (or ran it and crashed): ask through the saver.
-                await request_cancel(self.tasks.saver, thread_of(principal, task_id))
-            await self.tasks.mark(principal, task_id, "canceled")
+            thread_id = thread_of(principal, task_id)
+            if task.status.state == TaskState.TASK_STATE_WORKING and await request_cancel(
+                self.tasks.saver, thread_id
+            ):
+                # Another replica runs it: that replica marks it once its run stopped.
+                with anyio.move_on_after(CLEANUP):
+                    await self.tasks.wait_marked(principal, task_id)
+            else:  # paused, or left unfinished by a replica that is gone
+                await self.tasks.mark(principal, task_id, "canceled")
             task.status.CopyFrom(status(TaskState.TASK_STATE_CANCELED))
             return task
 

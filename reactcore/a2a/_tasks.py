@@ -212,3 +212,12 @@ class Tasks:
             metadata = {**latest.metadata, OUTCOME: outcome}
             marked = attrs.evolve(latest, metadata=metadata, checkpoint_id=None)
             await self.saver.put(thread_id, marked)
+
+    async def wait_marked(self, principal: str, task_id: str, poll: float = 0.05) -> None:
+        """Wait until the thread's run stopped on another replica and was marked (or
+        finished): the saver is polled, as its own cancel requests are."""
+        while True:
+            latest = await self.checkpoint(principal, task_id)
+            if latest is None or latest.next == "end" or latest.metadata.get(OUTCOME):
+                return
+            await anyio.sleep(poll)
