@@ -8,6 +8,7 @@ queues) are not used."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -104,6 +105,8 @@ def route(request: ModelRequest) -> AssistantMessage:
         return asks((call_id, "slow", {}))
     if "mail" in text:
         return asks((call_id, "send", {"to": "bo"}))
+    if "explode" in text:
+        raise RuntimeError("the model broke; key sk-secret-123")
     return AssistantMessage("hello there")
 
 
@@ -327,6 +330,19 @@ async def test_cancel_task_stops_the_running_tool_within_a_second() -> None:
         assert checkpoint.state["messages"][-1].tool_calls[0].name == "slow"
         with pytest.raises(Exception, match=r"cannot be canceled|has ended"):
             await client.cancel_task(CancelTaskRequest(id=task_id))
+
+
+async def test_a_failed_run_is_a_failed_task_without_the_error_text() -> None:
+    """A run that fails (the model raises) ends its stream ``failed`` with a fixed
+    message; neither the stream nor ``GetTask`` carries the error's text (a key in it)."""
+    async with served(served_agent(Gate())) as url, sdk_client(url) as client:
+        responses = await collect(client, user_message(text("explode")))
+        assert states(responses)[-1] == TaskState.TASK_STATE_FAILED
+        task = await client.get_task(GetTaskRequest(id=task_id_of(responses)))
+        assert task.status.state == TaskState.TASK_STATE_FAILED
+        shown = json.dumps([MessageToDict(r) for r in responses] + [MessageToDict(task)])
+        assert "sk-secret" not in shown and "RuntimeError" not in shown
+        assert "the agent failed" in shown
 
 
 async def test_a_client_that_leaves_its_stream_cancels_the_task() -> None:
@@ -568,6 +584,22 @@ async def test_remote_agent_as_a_tool_answers_and_streams_progress_into_the_run(
     started = next(e for e in passed if isinstance(e.event, ToolCallStarted))
     assert started.event.name == "add"
     assert (started.path[0].call_id, started.path[0].agent) == ("r1", "helper")
+
+
+async def test_a_remote_task_waiting_for_input_ends_the_call_saying_so() -> None:
+    """A remote task that pauses for approval (``input-required``) ends the tool call with
+    a result saying the remote agent waits for input, with its message (the calling run
+    is not paused: its model goes on); the remote task stays paused, and answerable."""
+    async with served(served_agent(Gate())) as url:
+        agent = calling_agent(RemoteAgent(url, headers={"x-user": "ann"}), "mail bo")
+        result = await agent.invoke("mail bo through the helper")
+        assert "waits for input to go on" in result.text
+        assert "waiting for approval: send" in result.text
+        match = re.search(r"\(task (\w+)\)", result.text)
+        assert match is not None
+        async with sdk_client(url) as client:
+            task = await client.get_task(GetTaskRequest(id=match.group(1)))
+            assert task.status.state == INPUT_REQUIRED
 
 
 async def test_cancelling_the_remote_tool_call_cancels_the_remote_task() -> None:

@@ -26,7 +26,7 @@ cancel scope is held across a ``yield``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -159,7 +159,7 @@ def a2a_error(exc: RequestRefused) -> A2AError:
 
 
 @contextmanager
-def answered() -> Any:
+def answered() -> Iterator[None]:
     """Every failure as an A2A error: ``A2AError`` as itself, ``RequestRefused`` mapped,
     anything else a bare ``InternalError`` (logged here, never sent)."""
     try:
