@@ -18,9 +18,8 @@ def _too_large(limit: int) -> RequestRefused:
     return RequestRefused(413, "too_large", f"the request body is larger than {limit} bytes")
 
 
-async def read_json(request: Request, max_bytes: int) -> Any:
-    """The request's JSON body, read no further than ``max_bytes`` (413 beyond it; 400
-    when it is not JSON)."""
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The request's body, read no further than ``max_bytes`` (413 beyond it)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise _too_large(max_bytes)
@@ -31,7 +30,13 @@ async def read_json(request: Request, max_bytes: int) -> Any:
         if size > max_bytes:
             raise _too_large(max_bytes)
         chunks.append(chunk)
-    body = b"".join(chunks)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, max_bytes: int) -> Any:
+    """The request's JSON body, read no further than ``max_bytes`` (413 beyond it; 400
+    when it is not JSON)."""
+    body = await read_body(request, max_bytes)
     if not body:
         return None
     try:
