@@ -312,6 +312,8 @@ _PUBLIC_SUBMODULES = (
     "reactcore.postgres",
     "reactcore.savers",
     "reactcore.serving",
+    "reactcore.a2a",
+    "reactcore.ai_sdk",
 )
 
 
