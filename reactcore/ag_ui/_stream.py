@@ -1,0 +1,411 @@
+"""One run's events as AG-UI events, written with the ``ag_ui`` package's own encoder.
+
+``AgUiStream`` is the ``emit`` of ``reactcore.serving.relay``: each reactcore event in,
+the AG-UI events it means out (the mapping table is in ``docs/ag-ui.md``):
+
+- ``ModelCallStarted`` / ``ModelCallFinished``: ``STEP_STARTED`` / ``STEP_FINISHED``
+  (step ``model``, or the call's purpose: ``summary``); the calls of one tool batch are
+  wrapped in step ``tools``.
+- ``ModelDelta``: reasoning → ``REASONING_START`` / ``REASONING_MESSAGE_*`` /
+  ``REASONING_END``; text → ``TEXT_MESSAGE_START`` / ``_CONTENT`` / ``_END``; tool-call
+  pieces → ``TOOL_CALL_START`` (once the call's id and name are known) / ``_ARGS`` /
+  ``_END``, all of one model call under one message id (``parentMessageId``). What a
+  model did not stream (a model answering whole) is sent at ``ModelCallFinished``.
+- ``ModelCallRetried``: what the failed attempt streamed is closed and taken back by a
+  ``MESSAGES_SNAPSHOT`` of the conversation as it stands (without the failed attempt),
+  so no half message stays in the client's list; the next attempt streams anew.
+- ``ToolCallStarted``: ``CUSTOM`` ``reactcore.tool_call_started`` (``{"toolCallId",
+  "name"}``): the call now runs, and ``POST runs/{runId}/calls/{id}/cancel`` can stop it.
+- ``ToolCallFinished`` / ``ToolCallCancelled`` / ``ToolCallTimedOut``:
+  ``TOOL_CALL_RESULT`` with the text the model gets (a cancelled call's: the
+  cancellation text); answers made without running the call (a rejection) are sent
+  when the batch ends.
+- ``StateUpdated``: ``STATE_DELTA`` of the shared state (``reactcore.ag_ui._state``),
+  after a ``STATE_SNAPSHOT`` at the run's first event.
+- ``RunInterrupted``: ``CUSTOM`` ``reactcore.approval`` (the pending calls); the stream
+  stays open for ``Limits.pause_timeout`` for a decision.
+- The end (``finish``): ``RUN_FINISHED`` (outcome ``success``, with
+  ``pendingToolCallIds`` when the run stopped at client tools; ``cancelled``; or
+  ``interrupt`` when a pause was not answered in time), or ``RUN_ERROR``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .._events import (
+    Event,
+    ModelCallFinished,
+    ModelCallRetried,
+    ModelCallStarted,
+    ModelDelta,
+    RunFailed,
+    RunFinished,
+    RunInterrupted,
+    StateUpdated,
+    ToolCallCancelled,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolCallTimedOut,
+)
+from .._exceptions import RequestRefused, RunCancelled
+from .._logging import get_logger
+from .._messages import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
+from .._state import MESSAGES
+from ._frontend import pending_client_calls
+from ._messages import to_ag_ui
+from ._state import SharedState, patch
+
+if TYPE_CHECKING:
+    from ag_ui import core
+
+    from .._tools import Tool
+    from ..models.base import ToolCallDelta
+
+APPROVAL = "reactcore.approval"
+TOOL_CALL_STARTED = "reactcore.tool_call_started"
+DECISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "type": {"enum": ["approve", "edit", "reject"]},
+        "arguments": {"type": ["object", "string"]},
+        "reason": {"type": "string"},
+    },
+    "required": ["type"],
+}
+"""The ``responseSchema`` of an approval interrupt: a resume entry's ``payload``."""
+
+_log = get_logger(component="ag_ui")
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+@attrs.define
+class _Call:
+    """A tool call being streamed: what is known of it, and its arguments not yet sent."""
+
+    id: str = ""
+    name: str = ""
+    started: bool = False
+    ended: bool = False
+    held: list[str] = attrs.field(factory=list)
+
+
+def calls_json(calls: Sequence[ToolCall]) -> list[dict[str, str]]:
+    return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+
+
+def interrupts(calls: Sequence[ToolCall]) -> list[core.Interrupt]:
+    """Pending approvals as AG-UI interrupts, answered by ``RunAgentInput.resume``."""
+    from ag_ui import core
+
+    return [
+        core.Interrupt(
+            id=c.id,
+            reason="tool_approval",
+            message=f"Approve the call of {c.name} with {c.arguments}?",
+            tool_call_id=c.id,
+            response_schema=DECISION_SCHEMA,
+        )
+        for c in calls
+    ]
+
+
+@attrs.define(eq=False)
+class AgUiStream:
+    """Writes one run's AG-UI events (see the module docstring)."""
+
+    write: Callable[[bytes], Awaitable[None]]
+    thread_id: str
+    run_id: str
+    shared: SharedState
+    client_tools: Mapping[str, Tool]
+    pause_timeout: float
+    state: Callable[[], Mapping[str, Any] | None] = attrs.field(default=lambda: None)
+    scoped_thread: str | None = None
+    started: bool = False
+    last: Event | None = None
+    _encoder: Any = attrs.field(init=False)
+    _view: dict[str, Any] | None = None
+    _steps: list[str] = attrs.field(factory=list)
+    _message: str = attrs.field(factory=_new_id)
+    _text: bool = False
+    _texted: bool = False
+    _reasoning: str | None = None
+    _reasoned: bool = False
+    _calls: dict[int | None, _Call] = attrs.field(factory=dict)
+    _batch: set[str] = attrs.field(factory=set)
+    _answered: set[str] = attrs.field(factory=set)
+
+    def __attrs_post_init__(self) -> None:
+        from ag_ui.encoder import EventEncoder
+
+        self._encoder = EventEncoder()
+
+    async def send(self, event: core.BaseEvent) -> None:
+        await self.write(self._encoder.encode(event).encode())
+
+    # --- the run's start ----------------------------------------------------------------
+
+    async def run_started(self) -> None:
+        from ag_ui import core
+
+        self.started = True
+        await self.send(core.RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id))
+
+    async def messages_snapshot(self, messages: Sequence[Any]) -> None:
+        from ag_ui import core
+
+        await self.send(core.MessagesSnapshotEvent(messages=to_ag_ui(messages)))
+
+    # --- events in ----------------------------------------------------------------------
+
+    async def __call__(self, event: Event) -> None:
+        """``relay``'s ``emit``: one reactcore event as AG-UI events."""
+        from ag_ui import core
+
+        self.last = event
+        if self._view is None and self.shared.shared:
+            self._view = self.shared.view(self.state())
+            await self.send(core.StateSnapshotEvent(snapshot=self._view))
+        if isinstance(event, ModelDelta):
+            await self._delta(event)
+        elif isinstance(event, ModelCallStarted):
+            await self._open_step("model" if event.purpose == "agent" else event.purpose)
+            self._message, self._texted, self._reasoned = _new_id(), False, False
+            self._calls = {}
+        elif isinstance(event, ModelCallFinished):
+            await self._model_finished(event.message)
+        elif isinstance(event, ModelCallRetried):
+            await self._retried()
+        elif isinstance(event, ToolCallStarted):
+            await self._open_step("tools")
+            started = {"toolCallId": event.call_id, "name": event.name}
+            await self.send(core.CustomEvent(name=TOOL_CALL_STARTED, value=started))
+        elif isinstance(event, ToolCallFinished | ToolCallCancelled | ToolCallTimedOut):
+            await self._open_step("tools")
+            if event.response is not None:
+                await self._result(event.response)
+        elif isinstance(event, StateUpdated):
+            await self._state_updated(event)
+        elif isinstance(event, RunInterrupted):
+            await self._close_steps()
+            value: dict[str, Any] = {
+                "runId": self.run_id,
+                "calls": calls_json(event.calls),
+                "decisions": f"runs/{self.run_id}/decisions",
+                "timeoutSeconds": self.pause_timeout,
+            }
+            await self.send(core.CustomEvent(name=APPROVAL, value=value))
+
+    async def _open_step(self, name: str) -> None:
+        from ag_ui import core
+
+        if self._steps and self._steps[-1] == name:
+            return
+        await self._close_steps()
+        self._steps.append(name)
+        await self.send(core.StepStartedEvent(step_name=name))
+
+    async def _close_steps(self) -> None:
+        from ag_ui import core
+
+        while self._steps:
+            await self.send(core.StepFinishedEvent(step_name=self._steps.pop()))
+
+    async def _delta(self, delta: ModelDelta) -> None:
+        from ag_ui import core
+
+        if delta.reasoning:
+            if self._reasoning is None:
+                self._reasoning = _new_id()
+                await self.send(core.ReasoningStartEvent(message_id=self._reasoning))
+                await self.send(core.ReasoningMessageStartEvent(message_id=self._reasoning))
+            self._reasoned = True
+            await self.send(
+                core.ReasoningMessageContentEvent(message_id=self._reasoning, delta=delta.reasoning)
+            )
+        if delta.text:
+            await self._close_reasoning()
+            await self._text_content(delta.text)
+        if delta.tool_call is not None:
+            await self._close_reasoning()
+            await self._tool_delta(delta.tool_call)
+
+    async def _text_content(self, text: str) -> None:
+        from ag_ui import core
+
+        if not self._text:
+            self._text = self._texted = True
+            await self.send(core.TextMessageStartEvent(message_id=self._message, role="assistant"))
+        await self.send(core.TextMessageContentEvent(message_id=self._message, delta=text))
+
+    async def _tool_delta(self, delta: ToolCallDelta) -> None:
+        from ag_ui import core
+
+        call = self._calls.setdefault(delta.index, _Call())
+        call.id = call.id or delta.id or ""
+        call.name = call.name or delta.name or ""
+        if delta.arguments:
+            call.held.append(delta.arguments)
+        if not call.started and call.id and call.name:
+            call.started = True
+            await self.send(
+                core.ToolCallStartEvent(
+                    tool_call_id=call.id, tool_call_name=call.name, parent_message_id=self._message
+                )
+            )
+        if call.started and call.held:
+            pieces, call.held = "".join(call.held), []
+            await self.send(core.ToolCallArgsEvent(tool_call_id=call.id, delta=pieces))
+
+    async def _close_reasoning(self) -> None:
+        from ag_ui import core
+
+        if self._reasoning is not None:
+            await self.send(core.ReasoningMessageEndEvent(message_id=self._reasoning))
+            await self.send(core.ReasoningEndEvent(message_id=self._reasoning))
+            self._reasoning = None
+
+    async def _close_streams(self) -> None:
+        """End what is open: the reasoning, the text, the tool calls."""
+        from ag_ui import core
+
+        await self._close_reasoning()
+        if self._text:
+            self._text = False
+            await self.send(core.TextMessageEndEvent(message_id=self._message))
+        for call in self._calls.values():
+            if call.started and not call.ended:
+                call.ended = True
+                await self.send(core.ToolCallEndEvent(tool_call_id=call.id))
+
+    async def _model_finished(self, message: AssistantMessage) -> None:
+        from ag_ui import core
+
+        if message.reasoning and not self._reasoned:
+            await self._delta(ModelDelta(reasoning=message.reasoning))
+        if message.text and not self._texted:
+            await self._text_content(message.text)
+        await self._close_streams()
+        streamed = {c.id for c in self._calls.values() if c.started}
+        for call in message.tool_calls:
+            if call.id in streamed:
+                continue
+            await self.send(
+                core.ToolCallStartEvent(
+                    tool_call_id=call.id, tool_call_name=call.name, parent_message_id=self._message
+                )
+            )
+            await self.send(core.ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments))
+            await self.send(core.ToolCallEndEvent(tool_call_id=call.id))
+        self._batch = {c.id for c in message.tool_calls}
+        await self._close_steps()
+
+    async def _retried(self) -> None:
+        """Take back what the failed attempt streamed (see the module docstring)."""
+        streamed = self._texted or self._reasoned or any(c.started for c in self._calls.values())
+        await self._close_streams()
+        self._message, self._texted, self._reasoned, self._calls = _new_id(), False, False, {}
+        if streamed:
+            await self.messages_snapshot(list((self.state() or {}).get(MESSAGES) or ()))
+
+    async def _result(self, response: ToolResponse) -> None:
+        from ag_ui import core
+
+        if response.id in self._answered:
+            return
+        self._answered.add(response.id)
+        await self.send(
+            core.ToolCallResultEvent(
+                message_id=_new_id(),
+                tool_call_id=response.id,
+                content=response.response_data,
+                role="tool",
+            )
+        )
+
+    async def _state_updated(self, event: StateUpdated) -> None:
+        from ag_ui import core
+
+        state = self.state()
+        if event.node == "tools":
+            # Answers made without running the call (a rejection) have no end event.
+            messages = (state or {}).get(MESSAGES) or ()
+            for message in reversed(messages):
+                if isinstance(message, ToolResponseMessage) and any(
+                    r.id in self._batch for r in message.responses
+                ):
+                    for response in message.responses:
+                        if response.id in self._batch and response.id not in self._answered:
+                            await self._open_step("tools")
+                            await self._result(response)
+                    break
+            await self._close_steps()
+        if self._view is not None and self.shared.touches(event.keys):
+            view = self.shared.view(state)
+            ops = patch(self._view, view)
+            self._view = view
+            if ops:
+                await self.send(core.StateDeltaEvent.model_validate({"delta": ops}))
+
+    # --- the end ------------------------------------------------------------------------
+
+    async def finish(self) -> None:
+        """The run's last AG-UI event, from the last reactcore event relayed."""
+        from ag_ui import core
+
+        await self._close_streams()
+        await self._close_steps()
+        last = self.last
+        if isinstance(last, RunFinished):
+            pending = pending_client_calls(last.result.state, self.client_tools)
+            outcome = core.RunFinishedSuccessOutcome(pending_tool_call_ids=pending or None)
+            await self._finished(outcome)
+        elif isinstance(last, RunInterrupted):
+            await self._finished(
+                core.RunFinishedInterruptOutcome(interrupts=interrupts(last.calls))
+            )
+        elif isinstance(last, RunFailed) and isinstance(last.error, RunCancelled):
+            await self._finished(core.RunFinishedCancelledOutcome())
+        elif isinstance(last, RunFailed):
+            await self.error(_failure(last.error, self.scoped_thread, self.thread_id))
+        else:
+            await self.error(RequestRefused(500, "internal", "the run ended without an outcome"))
+
+    async def _finished(self, outcome: Any) -> None:
+        from ag_ui import core
+
+        await self.send(
+            core.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome)
+        )
+
+    async def error(self, refused: RequestRefused) -> None:
+        """``RUN_ERROR`` with ``refused``'s code and message (nothing else)."""
+        from ag_ui import core
+
+        await self._close_streams()
+        await self.send(core.RunErrorEvent(message=refused.message, code=refused.code))
+
+
+def _failure(error: BaseException, scoped: str | None, thread_id: str) -> RequestRefused:
+    """What a client is told of a failed run: a refusal as itself, why its input did not
+    fit (a ``ValueError`` of the run's start: decisions for no pending call …; the
+    thread named as the client names it), else the error's kind only (the details are
+    logged here, never sent)."""
+    if isinstance(error, RequestRefused):
+        return error
+    if type(error) is ValueError:
+        message = str(error)
+        if scoped is not None:
+            message = message.replace(scoped, thread_id)
+        return RequestRefused(422, "bad_request", message)
+    _log.warning("ag_ui_run_failed", error=type(error).__name__)
+    _log.debug("ag_ui_run_failed_detail", error=repr(error))
+    return RequestRefused(500, "run_failed", f"the run failed ({type(error).__name__})")
