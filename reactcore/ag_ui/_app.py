@@ -187,6 +187,8 @@ class _Endpoint:
             return
         async with served.running(principal, plan.input, config, thread_id, run_id) as live:
             stream.state = lambda: live.run.state
+            if isinstance(plan.input, Resume):
+                stream.batch = set(plan.input.decisions)
             await stream.run_started()
             if plan.snapshot is not None:
                 await stream.messages_snapshot(plan.snapshot)

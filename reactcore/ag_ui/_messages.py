@@ -14,7 +14,8 @@ stopped at a frontend call) is answered with an error the model reads, so the
 conversation sent to a model is always whole.
 
 Out: the thread's messages as AG-UI messages (``MESSAGES_SNAPSHOT``), with ids made from
-their place in the conversation (``m<index>``; a tool response ``m<index>-<call id>``).
+their place in the conversation (``m<index>``; a tool response ``m<index>-<call id>``;
+an answer's reasoning, a ``reasoning`` message before it, ``m<index>-reasoning``).
 """
 
 from __future__ import annotations
@@ -228,6 +229,8 @@ def to_ag_ui(messages: Sequence[Message]) -> list[Any]:
             else:
                 out.append(core.UserMessage(id=mid, content=message.text))
         elif isinstance(message, AssistantMessage):
+            if message.reasoning:
+                out.append(core.ReasoningMessage(id=f"{mid}-reasoning", content=message.reasoning))
             calls = [
                 core.ToolCall(
                     id=c.id, function=core.FunctionCall(name=c.name, arguments=c.arguments)

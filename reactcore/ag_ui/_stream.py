@@ -129,6 +129,7 @@ class AgUiStream:
     pause_timeout: float
     state: Callable[[], Mapping[str, Any] | None] = attrs.field(default=lambda: None)
     scoped_thread: str | None = None
+    batch: set[str] = attrs.field(factory=set)
     started: bool = False
     last: Event | None = None
     _encoder: Any = attrs.field(init=False)
@@ -140,7 +141,6 @@ class AgUiStream:
     _reasoning: str | None = None
     _reasoned: bool = False
     _calls: dict[int | None, _Call] = attrs.field(factory=dict)
-    _batch: set[str] = attrs.field(factory=set)
     _answered: set[str] = attrs.field(factory=set)
 
     def __attrs_post_init__(self) -> None:
@@ -177,6 +177,7 @@ class AgUiStream:
         if isinstance(event, ModelDelta):
             await self._delta(event)
         elif isinstance(event, ModelCallStarted):
+            await self._answers(self.state())
             await self._open_step("model" if event.purpose == "agent" else event.purpose)
             self._message, self._texted, self._reasoned = _new_id(), False, False
             self._calls = {}
@@ -305,7 +306,7 @@ class AgUiStream:
             )
             await self.send(core.ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments))
             await self.send(core.ToolCallEndEvent(tool_call_id=call.id))
-        self._batch = {c.id for c in message.tool_calls}
+        self.batch = {c.id for c in message.tool_calls}
         await self._close_steps()
 
     async def _retried(self) -> None:
@@ -331,22 +332,25 @@ class AgUiStream:
             )
         )
 
+    async def _answers(self, state: Mapping[str, Any] | None) -> None:
+        """Send the answers of the batch's calls made without running them (a rejection
+        has no end event): found in the state's answer to the batch."""
+        for message in reversed((state or {}).get(MESSAGES) or ()):
+            if isinstance(message, ToolResponseMessage) and any(
+                r.id in self.batch for r in message.responses
+            ):
+                for response in message.responses:
+                    if response.id in self.batch and response.id not in self._answered:
+                        await self._open_step("tools")
+                        await self._result(response)
+                return
+
     async def _state_updated(self, event: StateUpdated) -> None:
         from ag_ui import core
 
         state = self.state()
         if event.node == "tools":
-            # Answers made without running the call (a rejection) have no end event.
-            messages = (state or {}).get(MESSAGES) or ()
-            for message in reversed(messages):
-                if isinstance(message, ToolResponseMessage) and any(
-                    r.id in self._batch for r in message.responses
-                ):
-                    for response in message.responses:
-                        if response.id in self._batch and response.id not in self._answered:
-                            await self._open_step("tools")
-                            await self._result(response)
-                    break
+            await self._answers(state)
             await self._close_steps()
         if self._view is not None and self.shared.touches(event.keys):
             view = self.shared.view(state)
