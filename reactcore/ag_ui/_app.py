@@ -101,7 +101,7 @@ class _Endpoint:
 
     async def __call__(self, request: Request) -> EventStreamResponse:
         served = self.served
-        principal = await served.principal(request)
+        principal = await served.starting(request)
         given = _parse(await read_json(request, served.limits.max_body_bytes))
         if len(given.messages) > served.limits.max_messages:
             raise RequestRefused(
