@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 
 from reactcore import (
     AssistantMessage,
+    ImagePart,
     ReactAgent,
     ToolCall,
     ToolContext,
@@ -530,3 +531,99 @@ async def test_reasoning_streams_and_a_retried_call_leaves_no_half_message() -> 
     assert reasoning.endswith("Thinking again.")
     kinds = types(python)
     assert kinds.index("REASONING_START") < kinds.index("REASONING_END")
+
+
+async def test_a_cancelled_run_ends_cancelled_and_a_bare_retry_finishes_it() -> None:
+    """``POST runs/{runId}/cancel`` ends the stream with RUN_FINISHED outcome
+    ``cancelled``; with a saver the thread keeps the unfinished run: new messages are
+    refused (409 ``thread_unfinished``), and the same history again finishes it, the
+    pending call run anew, the user's message not repeated."""
+    started = anyio.Event()
+    runs: list[int] = []
+
+    @tool
+    async def lookup() -> str:
+        """Look up."""
+        runs.append(1)
+        if len(runs) == 1:
+            started.set()
+            await anyio.sleep_forever()
+        return "found"
+
+    model = ScriptedChatModel([asks(("c1", "lookup", {})), "Found it."])
+    agent = ReactAgent("finder", model, tools=[lookup])
+    headers = {"authorization": "Bearer alice"}
+    async with (
+        served(agent, saver=MemorySaver()) as url,
+        httpx.AsyncClient(timeout=30) as client,
+    ):
+        cancelled: list[Any] = []
+
+        async def read() -> None:
+            cancelled.extend(await post_run(url, run_input("r1", [user("find")])))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            with anyio.fail_after(10):
+                await started.wait()
+            answer = await client.post(f"{url}/runs/r1/cancel", headers=headers)
+            assert answer.json() == {"cancelled": True}
+        # What the client holds: its message, and the call it saw streamed.
+        call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+        held = [user("find"), {"id": "a1", "role": "assistant", "toolCalls": [call]}]
+        more = run_input("r2", [*held, user("and more", id="u2")])
+        refused = await client.post(url, json=more, headers=headers)
+        again = await post_run(url, run_input("r3", held))
+    assert cancelled[-1].outcome == core.RunFinishedCancelledOutcome()
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "thread_unfinished"
+    assert results(again) == {"c1": "found"} and len(runs) == 2
+    assert [type(m).__name__ for m in model.requests[-1].messages] == [
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResponseMessage",
+    ]
+
+
+async def test_a_failed_run_is_a_run_error_without_details() -> None:
+    """A run that fails ends with RUN_ERROR saying the error's kind only: no message
+    text, no stack (the model's error here carries a key)."""
+    model = ScriptedChatModel([RuntimeError("upstream said: key sk-secret-123")])
+    agent = ReactAgent("failing", model)
+    async with served(agent) as url:
+        events = await post_run(url, run_input("r1", [user("hi")]))
+    error = events[-1]
+    assert isinstance(error, core.RunErrorEvent)
+    assert (error.code, error.message) == ("run_failed", "the run failed (RuntimeError)")
+    assert "sk-secret" not in json.dumps([e.model_dump(by_alias=True) for e in events])
+
+
+async def test_shared_state_callable_and_user_content_parts() -> None:
+    """A callable ``share_state`` gives the client its own view (snapshot, then a delta
+    when the view changes); a user message's content parts (text, an inline image) reach
+    the model as a ``UserMessage`` with an ``ImagePart``."""
+
+    def view(state: Any) -> dict[str, Any]:
+        return {"count": len(state["messages"])}
+
+    model = ScriptedChatModel(["A red dot."])
+    agent = ReactAgent("eyes", model)
+    content = [
+        {"type": "text", "text": "What is this?"},
+        {
+            "type": "image",
+            "source": {"type": "data", "value": "iVBORw0KGgo=", "mimeType": "image/png"},
+        },
+    ]
+    async with served(agent, share_state=view) as url:
+        events = await post_run(
+            url, run_input("r1", [{"id": "u1", "role": "user", "content": content}])
+        )
+    snapshots = [e.snapshot for e in events if isinstance(e, core.StateSnapshotEvent)]
+    assert snapshots == [{"count": 1}]
+    deltas = [
+        [op.model_dump() for op in e.delta] for e in events if isinstance(e, core.StateDeltaEvent)
+    ]
+    assert deltas == [[{"op": "replace", "path": "/count", "value": 2}]]
+    (sent,) = model.requests[0].messages
+    assert isinstance(sent, UserMessage) and sent.text == "What is this?"
+    assert sent.parts == (ImagePart("data:image/png;base64,iVBORw0KGgo="),)

@@ -27,6 +27,7 @@ import attrs
 
 from .._approval import Resume
 from .._exceptions import RequestRefused
+from .._logging import get_logger
 from .._messages import Message
 from .._state import MESSAGES
 from ..serving._body import decisions_from_json, read_json
@@ -37,6 +38,8 @@ from ._frontend import CLIENT_TOOLS, FrontendTools, client_tools
 from ._messages import new_messages, to_reactcore, without_repeats
 from ._state import SharedState
 from ._stream import AgUiStream
+
+_log = get_logger(component="ag_ui")
 
 if TYPE_CHECKING:
     from ag_ui import core
@@ -128,10 +131,9 @@ class _Endpoint:
                 await self._stream(stream, principal, plan, config, thread_id, run_id)
             except RequestRefused as exc:
                 await stream.error(exc)
-            except Exception as exc:
-                from ._stream import _log
-
+            except Exception as exc:  # a bug here: logged, and the client told no more
                 _log.error("ag_ui_stream_failed", error=type(exc).__name__)
+                _log.debug("ag_ui_stream_failed_detail", error=repr(exc))
                 await stream.error(RequestRefused(500, "internal", "internal error"))
 
         return EventStreamResponse(produce, keep_running=served.keep_running)

@@ -164,7 +164,8 @@ def to_reactcore(
             assistant = AssistantMessage(message.content or "", made)
             out.append(assistant)
             waiting = assistant if made else None
-    close()
+    if messages:  # nothing sent: nothing to answer for (a thread's unfinished run goes on)
+        close()
     return out
 
 
