@@ -479,19 +479,23 @@ async def test_bad_input_is_refused_with_json_and_no_stack() -> None:
 async def test_shared_state_keys_snapshot_then_deltas() -> None:
     """With ``share_state=("notes",)`` the client sees STATE_SNAPSHOT of that key (its
     own ``state`` merged in first) and a JSON Patch when a tool changes it; other keys
-    (the messages) never reach it."""
+    (the messages) never reach it. A tool reads the request (``forwardedProps``) from
+    the run's context."""
 
     @tool
     async def note(text: str, context: ToolContext) -> str:
         """Take a note."""
         context.update["notes"] = [*context.state["notes"], text]
-        return f"noted {text}"
+        given = context.config.context["ag_ui_input"]
+        return f"noted {text} in {given.forwarded_props['list']}"
 
     model = ScriptedChatModel([asks(("c1", "note", {"text": "milk"})), "Noted."])
     agent = ReactAgent("notes", model, tools=[note])
     async with served(agent, share_state=("notes",)) as url:
         body = run_input("r1", [user("note milk")], state={"notes": ["from client"], "x": 1})
+        body["forwardedProps"] = {"list": "groceries"}
         events = await post_run(url, body)
+    assert results(events) == {"c1": "noted milk in groceries"}
     snapshots = [e.snapshot for e in events if isinstance(e, core.StateSnapshotEvent)]
     assert snapshots == [{"notes": ["from client"]}]
     deltas = [e.delta for e in events if isinstance(e, core.StateDeltaEvent)]

@@ -40,6 +40,9 @@ from ._state import SharedState
 from ._stream import AgUiStream
 
 _log = get_logger(component="ag_ui")
+AG_UI_INPUT = "ag_ui_input"
+"""The run's context key holding the request's ``RunAgentInput`` (``ag_ui.core``): a tool
+reads ``context.config.context["ag_ui_input"].forwarded_props``, ``.context`` …."""
 
 if TYPE_CHECKING:
     from ag_ui import core
@@ -114,7 +117,8 @@ class _Endpoint:
         run_id = client_id(given.run_id, "runId")
         node = served.agent.tool_node
         tools = client_tools(given.tools, dict.fromkeys(node.tool_names if node else ()))
-        config = served.config(principal, thread_id, **{CLIENT_TOOLS: tools})
+        # Tools read the request (its ``context``, ``forwardedProps``) from the run's context.
+        config = served.config(principal, thread_id, **{CLIENT_TOOLS: tools, AG_UI_INPUT: given})
         plan = await self._plan(given, config.thread_id, tools)
 
         async def produce(write: Write) -> None:
