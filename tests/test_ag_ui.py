@@ -27,7 +27,7 @@ from reactcore import (
     tool,
 )
 from reactcore.ag_ui import ag_ui_app
-from reactcore.hooks import HumanInTheLoopHook
+from reactcore.hooks import HumanInTheLoopHook, SummarizationHook
 from reactcore.interceptors import ModelRetryInterceptor
 from reactcore.models import OpenAIChatModel
 from reactcore.models.base import ModelRequest
@@ -631,3 +631,28 @@ async def test_shared_state_callable_and_user_content_parts() -> None:
     (sent,) = model.requests[0].messages
     assert isinstance(sent, UserMessage) and sent.text == "What is this?"
     assert sent.parts == (ImagePart("data:image/png;base64,iVBORw0KGgo="),)
+
+
+async def test_a_summary_call_is_a_step_of_its_own_not_a_message() -> None:
+    """A hook's model call (``SummarizationHook``'s summary) is step ``summary``; its
+    answer is not streamed as a message of the conversation: the client reads only the
+    agent's answer."""
+    summarizer = ScriptedChatModel(["Earlier: greetings."])
+    hook = SummarizationHook(trigger_tokens=1, keep_last=1, model=summarizer)
+    agent = ReactAgent("talker", ScriptedChatModel(["The answer."]), hooks=[hook])
+    history = [
+        user("hello"),
+        {"id": "a1", "role": "assistant", "content": "hi there"},
+        user("and now?", id="u2"),
+    ]
+    async with served(agent) as url:
+        events = await post_run(url, run_input("r1", history))
+    steps = [(e.type.value, e.step_name) for e in events if hasattr(e, "step_name")]
+    assert steps == [
+        ("STEP_STARTED", "summary"),
+        ("STEP_FINISHED", "summary"),
+        ("STEP_STARTED", "model"),
+        ("STEP_FINISHED", "model"),
+    ]
+    texts = "".join(e.delta for e in events if isinstance(e, core.TextMessageContentEvent))
+    assert texts == "The answer." and len(summarizer.requests) == 1

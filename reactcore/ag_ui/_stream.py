@@ -130,11 +130,11 @@ class AgUiStream:
     state: Callable[[], Mapping[str, Any] | None] = attrs.field(default=lambda: None)
     scoped_thread: str | None = None
     batch: set[str] = attrs.field(factory=set)
-    started: bool = False
     last: Event | None = None
     _encoder: Any = attrs.field(init=False)
     _view: dict[str, Any] | None = None
     _steps: list[str] = attrs.field(factory=list)
+    _purpose: str = "agent"
     _message: str = attrs.field(factory=_new_id)
     _text: bool = False
     _texted: bool = False
@@ -156,7 +156,6 @@ class AgUiStream:
     async def run_started(self) -> None:
         from ag_ui import core
 
-        self.started = True
         await self.send(core.RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id))
 
     async def messages_snapshot(self, messages: Sequence[Any]) -> None:
@@ -175,14 +174,19 @@ class AgUiStream:
             self._view = self.shared.view(self.state())
             await self.send(core.StateSnapshotEvent(snapshot=self._view))
         if isinstance(event, ModelDelta):
-            await self._delta(event)
+            if self._purpose == "agent":  # a hook's call (a summary) is no message
+                await self._delta(event)
         elif isinstance(event, ModelCallStarted):
             await self._answers(self.state())
+            self._purpose = event.purpose
             await self._open_step("model" if event.purpose == "agent" else event.purpose)
             self._message, self._texted, self._reasoned = _new_id(), False, False
             self._calls = {}
-        elif isinstance(event, ModelCallFinished):
+        elif isinstance(event, ModelCallFinished) and event.purpose == "agent":
             await self._model_finished(event.message)
+        elif isinstance(event, ModelCallFinished):  # a hook's call (a summary): no message
+            await self._close_streams()
+            await self._close_steps()
         elif isinstance(event, ModelCallRetried):
             await self._retried()
         elif isinstance(event, ToolCallStarted):
