@@ -454,8 +454,15 @@ async def test_keep_running_lets_a_run_outlive_its_client() -> None:
 
 async def test_bad_input_is_refused_with_json_and_no_stack() -> None:
     """A body that is not a ``RunAgentInput`` is 422 JSON naming the fields (no stack, no
-    values); more messages than ``Limits.max_messages`` is 413; no principal is 401."""
-    agent = ReactAgent("a", ScriptedChatModel(["never"]))
+    values); more messages than ``Limits.max_messages`` is 413; a client tool named like
+    one of the agent's is 422; no principal is 401."""
+
+    @tool
+    async def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    agent = ReactAgent("a", ScriptedChatModel(["never"]), tools=[ping])
     async with (
         served(agent, limits=Limits(max_messages=2)) as url,
         httpx.AsyncClient(timeout=30) as client,
@@ -465,12 +472,16 @@ async def test_bad_input_is_refused_with_json_and_no_stack() -> None:
         many = [user(f"m{i}", id=f"u{i}") for i in range(3)]
         large = await client.post(url, json=run_input("r1", many), headers=alice)
         nobody = await client.post(url, json=run_input("r1", many[:1]))
+        clash = {"name": "ping", "description": "mine", "parameters": {"type": "object"}}
+        body = run_input("r1", many[:1], tools=[clash])
+        clashing = await client.post(url, json=body, headers=alice)
     assert bad.status_code == 422
     assert bad.json()["error"]["code"] == "bad_input"
     assert "threadId" in bad.json()["error"]["message"]
     assert "Traceback" not in bad.text and "sk-1" not in bad.text
     assert large.status_code == 413 and large.json()["error"]["code"] == "too_many_messages"
     assert nobody.status_code == 401
+    assert clashing.status_code == 422 and clashing.json()["error"]["code"] == "bad_tools"
 
 
 # --- state, reasoning, retries ---------------------------------------------------------------
