@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from .._checkpoint import Checkpoint
+    from .._config import RunnableConfig
     from .._input import AgentInput
     from ..savers import Saver
     from ..serving._app import Served
@@ -90,8 +91,9 @@ def _decisions(entries: Sequence[core.ResumeEntry]) -> Resume:
 
 @attrs.frozen
 class _Plan:
-    """What one request runs: the run's input (``None``: nothing runs, the thread waits
-    for approval), the thread's messages to snapshot, and the pause to repeat."""
+    """What one request runs: the run's input (``None``: the thread's unfinished run goes
+    on), the thread's messages to snapshot, and the checkpoint of a thread waiting for
+    approval (``paused``: nothing runs, the pause is said again)."""
 
     input: AgentInput | Resume | None
     snapshot: Sequence[Message] | None = None
@@ -180,7 +182,7 @@ class _Endpoint:
         stream: AgUiStream,
         principal: str,
         plan: _Plan,
-        config: Any,
+        config: RunnableConfig,
         thread_id: str,
         run_id: str,
     ) -> None:
