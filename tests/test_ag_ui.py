@@ -275,11 +275,13 @@ async def test_client_answers_an_approval_while_the_stream_is_open(decision: str
     assert lines[-1]["messages"][-1]["content"] == f"outcome: {expected}"
 
 
+@with_node
 async def test_an_unanswered_pause_ends_as_an_interrupt_and_resume_entries_continue() -> None:
     """A pause nobody answers within ``pause_timeout`` ends the stream with RUN_FINISHED
-    whose outcome is ``interrupt`` (one interrupt per pending call, its id the call's);
-    a request for the thread without ``resume`` gets the same pause and runs nothing; a
-    request with ``resume`` entries approves and the run goes on."""
+    whose outcome is ``interrupt`` (one interrupt per pending call, its id the call's),
+    which the official client accepts; a request for the thread without ``resume`` gets
+    the same pause and runs nothing; a request with ``resume`` entries approves and the
+    run goes on."""
     deleted: list[str] = []
 
     @tool
@@ -288,7 +290,12 @@ async def test_an_unanswered_pause_ends_as_an_interrupt_and_resume_entries_conti
         deleted.append(path)
         return f"deleted {path}"
 
-    model = ScriptedChatModel([asks(("c1", "delete_file", {"path": "a.txt"})), "Deleted."])
+    def reply(request: ModelRequest) -> AssistantMessage:
+        if isinstance(request.messages[-1], UserMessage):
+            return asks(("c1", "delete_file", {"path": "a.txt"}))
+        return AssistantMessage("Deleted.")
+
+    model = ScriptedChatModel([reply] * 3)
     agent = ReactAgent(
         "files",
         model,
@@ -297,7 +304,8 @@ async def test_an_unanswered_pause_ends_as_an_interrupt_and_resume_entries_conti
         saver=MemorySaver(),
     )
     async with served(agent, limits=Limits(pause_timeout=0.2)) as url:
-        first = await post_run(url, run_input("r1", [user("Delete a.txt")]))
+        lines = await run_node("ag_ui_client.mjs", "run", url, "alice")
+        first = await post_run(url, run_input("r1", [user("Delete a.txt")]), "carol")
         again = await post_run(url, run_input("r2", [user("Delete a.txt")]))
         resume = [{"interruptId": "c1", "status": "resolved", "payload": {"type": "approve"}}]
         last = await post_run(url, run_input("r3", [user("Delete a.txt")], resume=resume))
@@ -307,6 +315,7 @@ async def test_an_unanswered_pause_ends_as_an_interrupt_and_resume_entries_conti
         assert [(i.id, i.tool_call_id, i.reason) for i in outcome.interrupts] == [
             ("c1", "c1", "tool_approval")
         ]
+    assert node_events(lines)[-1]["outcome"] == first[-1].outcome.model_dump(by_alias=True)
     assert "STEP_STARTED" not in types(again)
     assert isinstance(again[1], core.MessagesSnapshotEvent)
     assert results(last) == {"c1": "deleted a.txt"} and deleted == ["a.txt"]
