@@ -23,6 +23,7 @@ from reactcore import (
     ToolCall,
     ToolContext,
     ToolResponseMessage,
+    Usage,
     UserMessage,
     tool,
 )
@@ -126,13 +127,14 @@ def _both_running() -> Callable[..., Any]:
 async def test_official_client_reads_a_whole_run_with_parallel_tools() -> None:
     """``HttpAgent`` reads a run whose model streams over real HTTP (a loopback
     OpenAI-compatible server): text deltas, two tool calls run at once, their results,
-    and the final answer, each step wrapped in STEP_STARTED/FINISHED; the client
-    assembles the assistant message with both calls, both tool messages and the answer.
-    The same run read by Python validates event by event against ``ag_ui.core``."""
+    and the final answer, each step wrapped in STEP_STARTED/FINISHED, the run's token
+    usage on RUN_FINISHED; the client assembles the assistant message with both calls,
+    both tool messages and the answer. The same run read by Python validates event by event against ``ag_ui.core``."""
     calls = asks(("c1", "weather", {"city": "Paris"}), ("c2", "weather", {"city": "Rome"}))
     ask = AssistantMessage("Checking both.", calls.tool_calls)
     answer = "Paris is sunny, Rome is rainy."
-    script = [SSEReply.of(ask), SSEReply.of(answer)] * 2
+    script = [SSEReply.of(ask, usage=Usage(7, 3, 10)), SSEReply.of(answer, usage=Usage(20, 6, 26))]
+    script *= 2
     with serve_openai_compatible(script) as server:
         model = OpenAIChatModel("test-model", base_url=server.base_url, api_key="sk-test")
         async with model:
@@ -151,6 +153,7 @@ async def test_official_client_reads_a_whole_run_with_parallel_tools() -> None:
     assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
     assert events[0]["runId"] == "run-1" and events[0]["threadId"] == "thread-1"
     assert events[-1]["outcome"] == {"type": "success"}
+    assert events[-1]["usage"] == [{"inputTokens": 27, "outputTokens": 9, "totalTokens": 36}]
     texts = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert texts == "Checking both." + answer
     assert kinds.count("TEXT_MESSAGE_CONTENT") > 2  # streamed in pieces, not whole

@@ -26,7 +26,8 @@ the AG-UI events it means out (the mapping table is in ``docs/ag-ui.md``):
   stays open for ``Limits.pause_timeout`` for a decision.
 - The end (``finish``): ``RUN_FINISHED`` (outcome ``success``, with
   ``pendingToolCallIds`` when the run stopped at client tools; ``cancelled``; or
-  ``interrupt`` when a pause was not answered in time), or ``RUN_ERROR``.
+  ``interrupt`` when a pause was not answered in time; ``usage``: the tokens of this
+  stream's model calls, when the model reported them), or ``RUN_ERROR``.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     from ag_ui import core
 
     from .._tools import Tool
-    from ..models.base import ToolCallDelta
+    from ..models.base import ToolCallDelta, Usage
 
 APPROVAL = "reactcore.approval"
 TOOL_CALL_STARTED = "reactcore.tool_call_started"
@@ -142,6 +143,7 @@ class AgUiStream:
     _reasoned: bool = False
     _calls: dict[int | None, _Call] = attrs.field(factory=dict)
     _answered: set[str] = attrs.field(factory=set)
+    _usage: Usage | None = None
 
     def __attrs_post_init__(self) -> None:
         from ag_ui.encoder import EventEncoder
@@ -183,8 +185,10 @@ class AgUiStream:
             self._message, self._texted, self._reasoned = _new_id(), False, False
             self._calls = {}
         elif isinstance(event, ModelCallFinished) and event.purpose == "agent":
+            self._count(event.usage)
             await self._model_finished(event.message)
         elif isinstance(event, ModelCallFinished):  # a hook's call (a summary): no message
+            self._count(event.usage)
             await self._close_streams()
             await self._close_steps()
         elif isinstance(event, ModelCallRetried):
@@ -208,6 +212,10 @@ class AgUiStream:
                 "timeoutSeconds": self.pause_timeout,
             }
             await self.send(core.CustomEvent(name=APPROVAL, value=value))
+
+    def _count(self, usage: Usage | None) -> None:
+        if usage is not None:
+            self._usage = usage if self._usage is None else self._usage + usage
 
     async def _open_step(self, name: str) -> None:
         from ag_ui import core
@@ -390,8 +398,22 @@ class AgUiStream:
     async def _finished(self, outcome: Any) -> None:
         from ag_ui import core
 
+        used = self._usage
+        usage = None
+        if used is not None and used.total_tokens:
+            usage = [
+                core.TokenUsage(
+                    input_tokens=used.prompt_tokens,
+                    output_tokens=used.completion_tokens,
+                    total_tokens=used.total_tokens,
+                    reasoning_tokens=used.reasoning_tokens or None,
+                    cached_input_tokens=used.cached_tokens or None,
+                )
+            ]
         await self.send(
-            core.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome)
+            core.RunFinishedEvent(
+                thread_id=self.thread_id, run_id=self.run_id, outcome=outcome, usage=usage
+            )
         )
 
     async def error(self, refused: RequestRefused) -> None:
