@@ -129,7 +129,8 @@ async def test_official_client_reads_a_whole_run_with_parallel_tools() -> None:
     OpenAI-compatible server): text deltas, two tool calls run at once, their results,
     and the final answer, each step wrapped in STEP_STARTED/FINISHED, the run's token
     usage on RUN_FINISHED; the client assembles the assistant message with both calls,
-    both tool messages and the answer. The same run read by Python validates event by event against ``ag_ui.core``."""
+    both tool messages and the answer. The same run read by Python validates event by
+    event against ``ag_ui.core``."""
     calls = asks(("c1", "weather", {"city": "Paris"}), ("c2", "weather", {"city": "Rome"}))
     ask = AssistantMessage("Checking both.", calls.tool_calls)
     answer = "Paris is sunny, Rome is rainy."
