@@ -680,3 +680,30 @@ async def test_a_summary_call_is_a_step_of_its_own_not_a_message() -> None:
     ]
     texts = "".join(e.delta for e in events if isinstance(e, core.TextMessageContentEvent))
     assert texts == "The answer." and len(summarizer.requests) == 1
+
+
+@with_node
+async def test_a_subagents_events_are_attributed_to_it() -> None:
+    """A subagent's run (``agent.as_tool()``) streams between SUBAGENT_STARTED (its name,
+    the calling tool call) and SUBAGENT_FINISHED, its events carrying its
+    ``subagentRunId``; the official client accepts the whole and the run answers."""
+    researcher = ReactAgent("researcher", ScriptedChatModel(["Found: 42."]))
+    lead = ReactAgent(
+        "lead",
+        ScriptedChatModel([asks(("c1", "researcher", {"input": "find it"})), "It is 42."]),
+        tools=[researcher.as_tool()],
+    )
+    async with served(lead) as url:
+        lines = await run_node("ag_ui_client.mjs", "run", url, "alice")
+    events = node_events(lines)
+    started = next(e for e in events if e["type"] == "SUBAGENT_STARTED")
+    assert (started["name"], started["parentToolCallId"]) == ("researcher", "c1")
+    sub = started["subagentRunId"]
+    inner = [e for e in events if e.get("subagentRunId") == sub]
+    assert inner[0] is started and inner[-1]["type"] == "SUBAGENT_FINISHED"
+    assert inner[-1]["outcome"] == {"type": "success"}
+    said = "".join(e["delta"] for e in inner if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert said == "Found: 42."
+    assert results(events) == {"c1": "Found: 42."}
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert lines[-1]["messages"][-1]["content"] == "It is 42."

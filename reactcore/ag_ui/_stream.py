@@ -24,6 +24,8 @@ the AG-UI events it means out (the mapping table is in ``docs/ag-ui.md``):
   after a ``STATE_SNAPSHOT`` at the run's first event.
 - ``RunInterrupted``: ``CUSTOM`` ``reactcore.approval`` (the pending calls); the stream
   stays open for ``Limits.pause_timeout`` for a decision.
+- ``SubagentEvent``: ``SUBAGENT_STARTED``, the subagent's events mapped as these, each
+  with its ``subagentRunId``, then ``SUBAGENT_FINISHED`` or ``SUBAGENT_ERROR``.
 - The end (``finish``): ``RUN_FINISHED`` (outcome ``success``, with
   ``pendingToolCallIds`` when the run stopped at client tools; ``cancelled``; or
   ``interrupt`` when a pause was not answered in time; ``usage``: the tokens of this
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._events import (
+    TERMINAL,
     Event,
     ModelCallFinished,
     ModelCallRetried,
@@ -48,6 +51,7 @@ from .._events import (
     RunFinished,
     RunInterrupted,
     StateUpdated,
+    SubagentEvent,
     ToolCallCancelled,
     ToolCallFinished,
     ToolCallStarted,
@@ -131,6 +135,7 @@ class AgUiStream:
     state: Callable[[], Mapping[str, Any] | None] = attrs.field(default=lambda: None)
     scoped_thread: str | None = None
     batch: set[str] = attrs.field(factory=set)
+    subagent: str | None = None
     last: Event | None = None
     _encoder: Any = attrs.field(init=False)
     _view: dict[str, Any] | None = None
@@ -144,6 +149,7 @@ class AgUiStream:
     _calls: dict[int | None, _Call] = attrs.field(factory=dict)
     _answered: set[str] = attrs.field(factory=set)
     _usage: Usage | None = None
+    _children: dict[str, tuple[str, AgUiStream]] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
         from ag_ui.encoder import EventEncoder
@@ -151,6 +157,8 @@ class AgUiStream:
         self._encoder = EventEncoder()
 
     async def send(self, event: core.BaseEvent) -> None:
+        if self.subagent is not None and "subagent_run_id" in type(event).model_fields:
+            event = event.model_copy(update={"subagent_run_id": self.subagent})
         await self.write(self._encoder.encode(event).encode())
 
     # --- the run's start ----------------------------------------------------------------
@@ -175,7 +183,9 @@ class AgUiStream:
         if self._view is None and self.shared.shared:
             self._view = self.shared.view(self.state())
             await self.send(core.StateSnapshotEvent(snapshot=self._view))
-        if isinstance(event, ModelDelta):
+        if isinstance(event, SubagentEvent):
+            await self._subagent_event(event)
+        elif isinstance(event, ModelDelta):
             if self._purpose == "agent":  # a hook's call (a summary) is no message
                 await self._delta(event)
         elif isinstance(event, ModelCallStarted):
@@ -198,6 +208,7 @@ class AgUiStream:
             started = {"toolCallId": event.call_id, "name": event.name}
             await self.send(core.CustomEvent(name=TOOL_CALL_STARTED, value=started))
         elif isinstance(event, ToolCallFinished | ToolCallCancelled | ToolCallTimedOut):
+            await self._end_subagents(event.call_id)
             await self._open_step("tools")
             if event.response is not None:
                 await self._result(event.response)
@@ -212,6 +223,72 @@ class AgUiStream:
                 "timeoutSeconds": self.pause_timeout,
             }
             await self.send(core.CustomEvent(name=APPROVAL, value=value))
+
+    async def _subagent_event(self, event: SubagentEvent) -> None:
+        """A subagent's event: ``SUBAGENT_STARTED`` at its first, then the event as this
+        stream would send it, attributed (``subagentRunId``); its end as
+        ``SUBAGENT_FINISHED`` (``suspended`` when it paused) or ``SUBAGENT_ERROR``."""
+        from ag_ui import core
+
+        here = event.path[-1]
+        found = self._children.get(here.run_id)
+        if found is None:
+            parent = event.path[-2].run_id if len(event.path) > 1 else None
+            await self.send(
+                core.SubagentStartedEvent(
+                    subagent_run_id=here.run_id,
+                    name=here.agent,
+                    parent_subagent_run_id=parent,
+                    parent_tool_call_id=here.call_id,
+                )
+            )
+            child = AgUiStream(
+                self.write,
+                self.thread_id,
+                self.run_id,
+                SharedState(),
+                {},
+                self.pause_timeout,
+                subagent=here.run_id,
+            )
+            found = self._children[here.run_id] = (here.call_id, child)
+        child = found[1]
+        if isinstance(event.event, TERMINAL):
+            del self._children[here.run_id]
+            child.last = event.event
+            await child.end_subagent()
+        else:
+            await child(event.event)
+
+    async def _end_subagents(self, call_id: str | None = None) -> None:
+        """End the subagents still open that ran in call ``call_id`` (all: ``None``)."""
+        for run_id, (call, child) in list(self._children.items()):
+            if call_id is None or call == call_id:
+                del self._children[run_id]
+                await child.end_subagent()
+
+    async def end_subagent(self) -> None:
+        """This stream's subagent ended (see ``_subagent_event``)."""
+        from ag_ui import core
+
+        await self._end_subagents()
+        await self._close_streams()
+        await self._close_steps()
+        last, run_id = self.last, self.subagent or ""
+        if isinstance(last, RunInterrupted):
+            ids = [c.id for c in last.calls]
+            outcome: Any = core.SubagentFinishedSuspendedOutcome(interrupt_ids=ids)
+            await self.send(core.SubagentFinishedEvent(subagent_run_id=run_id, outcome=outcome))
+        elif isinstance(last, RunFailed):
+            failure = _failure(last.error, None, self.thread_id)
+            await self.send(
+                core.SubagentErrorEvent(
+                    subagent_run_id=run_id, message=failure.message, code=failure.code
+                )
+            )
+        else:  # finished, or its call ended without its last event
+            outcome = core.SubagentFinishedSuccessOutcome()
+            await self.send(core.SubagentFinishedEvent(subagent_run_id=run_id, outcome=outcome))
 
     def _count(self, usage: Usage | None) -> None:
         if usage is not None:
@@ -377,6 +454,7 @@ class AgUiStream:
         """The run's last AG-UI event, from the last reactcore event relayed."""
         from ag_ui import core
 
+        await self._end_subagents()
         await self._close_streams()
         await self._close_steps()
         last = self.last
