@@ -300,7 +300,9 @@ class _CallEvents:
             await run.emit(ToolCallCancelled(call.id, call.name, reason, response))
         else:
             duration = job.duration
-            await run.emit(ToolCallFinished(call.id, call.name, response.is_error, duration, response))
+            await run.emit(
+                ToolCallFinished(call.id, call.name, response.is_error, duration, response)
+            )
 
 
 @attrs.define(eq=False)
