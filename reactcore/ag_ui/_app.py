@@ -233,8 +233,14 @@ def ag_ui_app(
         share_state: What of the agent state the client sees: ``None`` (nothing), state
             keys, or a callable ``state -> dict`` (``STATE_SNAPSHOT`` / ``STATE_DELTA``).
     """
-    from starlette.applications import Starlette
-    from starlette.routing import Route
+    try:
+        import ag_ui.encoder  # noqa: F401 - checked here, used per request
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+    except ImportError as exc:
+        raise ImportError(
+            f"ag_ui_app needs the ag-ui extra: pip install 'reactcore[ag-ui]' ({exc})"
+        ) from exc
 
     from .._agent import ReactAgent
     from .._validate import got
