@@ -707,3 +707,16 @@ async def test_a_subagents_events_are_attributed_to_it() -> None:
     assert results(events) == {"c1": "Found: 42."}
     assert events[-1]["type"] == "RUN_FINISHED"
     assert lines[-1]["messages"][-1]["content"] == "It is 42."
+
+
+def test_bad_arguments_raise_at_construction() -> None:
+    """``ag_ui_app`` refuses a wrong argument when it is built, naming it."""
+    agent = ReactAgent("a", ScriptedChatModel(["hi"]))
+    with pytest.raises(TypeError, match="agent must be a ReactAgent"):
+        ag_ui_app("agent", authorize=bearer)
+    with pytest.raises(TypeError, match="share_state must be"):
+        ag_ui_app(agent, authorize=bearer, share_state=42)
+    with pytest.raises(TypeError, match="authorize must be a callable"):
+        ag_ui_app(agent, authorize="alice")
+    with pytest.raises(TypeError, match="limits must be"):
+        ag_ui_app(agent, authorize=bearer, limits={"max_messages": 3})
