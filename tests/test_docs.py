@@ -312,6 +312,7 @@ _PUBLIC_SUBMODULES = (
     "reactcore.postgres",
     "reactcore.savers",
     "reactcore.serving",
+    "reactcore.ag_ui",
     "reactcore.a2a",
     "reactcore.ai_sdk",
 )
