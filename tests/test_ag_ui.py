@@ -561,11 +561,12 @@ async def test_reasoning_streams_and_a_retried_call_leaves_no_half_message() -> 
     assert kinds.index("REASONING_START") < kinds.index("REASONING_END")
 
 
-async def test_a_cancelled_run_ends_cancelled_and_a_bare_retry_finishes_it() -> None:
+@pytest.mark.parametrize("then", ["same history", "new message"])
+async def test_a_cancelled_run_ends_cancelled_and_the_thread_goes_on(then: str) -> None:
     """``POST runs/{runId}/cancel`` ends the stream with RUN_FINISHED outcome
-    ``cancelled``; with a saver the thread keeps the unfinished run: new messages are
-    refused (409 ``thread_unfinished``), and the same history again finishes it, the
-    pending call run anew, the user's message not repeated."""
+    ``cancelled``; with a saver the thread keeps the unfinished run. The same history
+    again finishes it (the pending call run anew, the user's message not repeated); a new
+    message instead ends it for good (the pending call answered as cancelled) and goes on."""
     started = anyio.Event()
     runs: list[int] = []
 
@@ -599,17 +600,33 @@ async def test_a_cancelled_run_ends_cancelled_and_a_bare_retry_finishes_it() -> 
         # What the client holds: its message, and the call it saw streamed.
         call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
         held = [user("find"), {"id": "a1", "role": "assistant", "toolCalls": [call]}]
-        more = run_input("r2", [*held, user("and more", id="u2")])
-        refused = await client.post(url, json=more, headers=headers)
-        again = await post_run(url, run_input("r3", held))
+        if then == "same history":
+            again = await post_run(url, run_input("r2", held))
+        else:
+            again = await post_run(url, run_input("r2", [*held, user("and more", id="u2")]))
     assert cancelled[-1].outcome == core.RunFinishedCancelledOutcome()
-    assert refused.status_code == 409 and refused.json()["error"]["code"] == "thread_unfinished"
-    assert results(again) == {"c1": "found"} and len(runs) == 2
-    assert [type(m).__name__ for m in model.requests[-1].messages] == [
-        "UserMessage",
-        "AssistantMessage",
-        "ToolResponseMessage",
-    ]
+    assert isinstance(again[-1], core.RunFinishedEvent)
+    sent = model.requests[-1].messages
+    if then == "same history":
+        assert results(again) == {"c1": "found"} and len(runs) == 2
+        assert [type(m).__name__ for m in sent] == [
+            "UserMessage",
+            "AssistantMessage",
+            "ToolResponseMessage",
+        ]
+    else:
+        assert len(runs) == 1  # the stopped call is not run again
+        assert [type(m).__name__ for m in sent] == [
+            "UserMessage",
+            "AssistantMessage",
+            "ToolResponseMessage",
+            "UserMessage",
+        ]
+        closed = sent[2]
+        assert isinstance(closed, ToolResponseMessage)
+        assert closed.responses[0].response_data.startswith(
+            "Error: Tool execution was cancelled by the caller"
+        )
 
 
 async def test_a_failed_run_is_a_run_error_without_details() -> None:

@@ -28,8 +28,9 @@ import attrs
 from .._approval import Resume
 from .._exceptions import RequestRefused
 from .._logging import get_logger
+from .._loop import ended_for_good
 from .._messages import Message
-from .._state import MESSAGES
+from .._state import MESSAGES, OverAllState
 from ..serving._body import decisions_from_json, read_json
 from ..serving._live import relay
 from ..serving._principals import client_id
@@ -162,20 +163,25 @@ class _Endpoint:
         held: list[Message] = list(checkpoint.state.get(MESSAGES) or ())
         if checkpoint.interrupt:
             return _Plan(None, held, checkpoint)
-        fresh = to_reactcore(
-            new_messages(given.messages), before=held[-1] if held else None, frontend=tools
-        )
-        fresh = without_repeats(held, fresh)
+        fresh = self._fresh(given, held, tools)
         if checkpoint.next != "end":
-            if fresh:
-                raise RequestRefused(
-                    409,
-                    "thread_unfinished",
-                    "the thread's last run did not finish: send the request again without "
-                    "new messages to finish it first",
-                )
-            return _Plan(None, held)
+            if not fresh:
+                return _Plan(None, held)  # the same history again: finish the stopped run
+            # New messages: the stopped run ends for good (``unfinished="cancel"``, as
+            # the run will do it), and they follow its closed batch.
+            strategies = self.served.agent.key_strategies
+            closed = ended_for_good(OverAllState(checkpoint.state.data, strategies))
+            held = list(closed.get(MESSAGES) or ())
+            fresh = self._fresh(given, held, tools)
         return _Plan({MESSAGES: fresh, **extra}, [*held, *fresh])
+
+    def _fresh(
+        self, given: core.RunAgentInput, held: list[Message], tools: Mapping[str, Any]
+    ) -> list[Message]:
+        """The client's messages the thread ``held`` does not have yet."""
+        before = held[-1] if held else None
+        fresh = to_reactcore(new_messages(given.messages), before=before, frontend=tools)
+        return without_repeats(held, fresh)
 
     async def _stream(
         self,
