@@ -154,6 +154,12 @@ async def exercise_service(base_url: str) -> str:
             "call_id": started["call_id"],
             "name": "find_hotels",
             "reason": "too slow",
+            "response": {
+                "id": started["call_id"],
+                "name": "find_hotels",
+                "response_data": "Error: Tool execution was cancelled by the caller: too slow",
+                "is_error": True,
+            },
         }
         assert "tool_call_finished" in events.seen  # the weather call, which went on
         text = finished["result"]["text"]
