@@ -103,8 +103,6 @@ class Workload:
 
 def reactcore_agent(workload: Workload) -> Any:
     """A ``ReactAgent`` over ``DeltaModel`` with the two tools, run in parallel."""
-    from contextlib import asynccontextmanager
-
     from anyio.lowlevel import checkpoint
 
     from reactcore import AssistantMessage, ReactAgent, ToolCall, ToolResponseMessage, tool
