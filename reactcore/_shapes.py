@@ -36,6 +36,7 @@ message's ``metadata``) is a ``TypeError`` naming where it is.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
@@ -90,8 +91,10 @@ EVENT_TYPES: tuple[type[Any], ...] = (
 added here, and nowhere else: its tag is its class name in snake_case (``event_tag``)."""
 
 
+@functools.cache
 def event_tag(cls: type[Any]) -> str:
-    """The ``"type"`` of an event class in JSON: ``ToolCallStarted`` → ``tool_call_started``."""
+    """The ``"type"`` of an event class in JSON: ``ToolCallStarted`` → ``tool_call_started``
+    (cached: asked once per event a service streams)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
 
 
