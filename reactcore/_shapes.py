@@ -36,7 +36,6 @@ message's ``metadata``) is a ``TypeError`` naming where it is.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
@@ -91,11 +90,17 @@ EVENT_TYPES: tuple[type[Any], ...] = (
 added here, and nowhere else: its tag is its class name in snake_case (``event_tag``)."""
 
 
-@functools.cache
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+_TAGS = {cls: _snake(cls.__name__) for cls in EVENT_TYPES}
+
+
 def event_tag(cls: type[Any]) -> str:
     """The ``"type"`` of an event class in JSON: ``ToolCallStarted`` → ``tool_call_started``
-    (cached: asked once per event a service streams)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+    (read from a table for the events: asked once per event a service streams)."""
+    return _TAGS.get(cls) or _snake(cls.__name__)
 
 
 # --- AgentResult ----------------------------------------------------------------------
