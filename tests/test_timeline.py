@@ -32,6 +32,7 @@ from reactcore import (
     AssistantMessage,
     HumanInTheLoopHook,
     MemorySaver,
+    ModelCallFinished,
     ModelHTTPError,
     ReactAgent,
     Reject,
@@ -88,8 +89,10 @@ async def _six_calls(path: Path) -> dict[str, tuple[float, float]]:
     """A real run of six parallel calls, recorded to ``path``: ``slow`` times out,
     ``fetch`` is cancelled by the caller when ``parse`` fails, ``index_a`` / ``index_b``
     share a one-slot limiter (one queues behind the other), ``summarize`` finishes.
-    Returns each body's own (start, end)."""
+    Returns each body's own (start, end), and for each index call ``<id>_queued``: the
+    times the run sent the answer naming it and its ``ToolCallStarted``."""
     measured: dict[str, tuple[float, float]] = {}
+    answered = 0.0
     slot = anyio.CapacityLimiter(1)
 
     @tool(timeout=0.7)
@@ -141,7 +144,12 @@ async def _six_calls(path: Path) -> dict[str, tuple[float, float]]:
     async with open_event_log(path) as log, agent.start("research") as run:
         async with run.events() as events:
             async for event in events:
-                await log.write(event)
+                await log.write(event, at=events.sent_at)
+                assert events.sent_at is not None
+                if isinstance(event, ModelCallFinished):
+                    answered = events.sent_at
+                if isinstance(event, ToolCallStarted) and event.name == "index":
+                    measured[f"{event.call_id}_queued"] = (answered, events.sent_at)
                 if isinstance(event, ToolCallFinished) and event.call_id == "parse":
                     assert await run.cancel_tool("fetch", "the user closed the tab")
         assert (await run.result()).status == "finished"
@@ -245,8 +253,10 @@ async def test_six_parallel_calls_are_drawn_to_scale_in_the_browser(
     holder = "index_b" if queued_call == "index_a" else "index_a"
     queued = [b for b in seen["bars"] if b["kind"] == "queued" and b["call"] == queued_call]
     assert len(queued) == 1
-    waited = measured[queued_call][0] - measured[holder][0]
-    assert queued[0]["width"] / scale == pytest.approx(waited, rel=0.05)
+    start, end = measured[f"{queued_call}_queued"]
+    assert queued[0]["width"] / scale == pytest.approx(end - start, rel=0.05)
+    holder_start, holder_end = measured[holder]
+    assert end - start == pytest.approx(holder_end - holder_start, rel=0.1)
     assert "repeating-linear-gradient" in queued[0]["image"]
     assert queued[0]["left"] + queued[0]["width"] == pytest.approx(
         running[queued_call]["left"], abs=1.5
@@ -390,6 +400,33 @@ async def test_the_event_log_reads_back_as_the_run_sent_it(tmp_path: Path) -> No
     times = [item.t for item in read]
     assert times == sorted(times) and times[0] >= 0
     assert [type(event_from_json(item.event)) for item in read] == [type(e) for e in seen]
+
+
+@pytest.mark.anyio
+async def test_events_are_timed_when_the_run_sent_them_not_when_read(tmp_path: Path) -> None:
+    """``EventStream.sent_at`` is when the run sent each event: a log recorded only after
+    the run has ended (its events waiting in the buffer) still has the call's real
+    duration, not the reading's."""
+    path = tmp_path / "events.jsonl"
+
+    @tool
+    async def nap() -> str:
+        """Nap."""
+        await anyio.sleep(0.3)
+        return "rested"
+
+    agent = ReactAgent("a", ScriptedChatModel([asks(("n", "nap", {})), "ok"]), tools=[nap])
+    async with open_event_log(path) as log, agent.start("go") as run:
+        events = run.events()
+        await run.wait()
+        read_from = anyio.current_time()
+        async with events:
+            async for event in events:
+                assert events.sent_at is not None and events.sent_at < read_from
+                await log.write(event, at=events.sent_at)
+    [span] = timeline_of_file(path).tools
+    assert span.running is not None
+    assert span.running.end - span.running.start == pytest.approx(0.3, abs=0.05)
 
 
 @pytest.mark.anyio

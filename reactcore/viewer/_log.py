@@ -4,16 +4,18 @@ Events carry no time of their own, so the file adds one. Each line is::
 
     {"t": 0.012345, "event": <reactcore.to_json(event)>}
 
-where ``t`` is seconds since the log was opened (the clock is anyio's,
-``anyio.current_time()``: a test on a fake clock gets fake times). A file of bare event
+where ``t`` is seconds since the log was opened, on anyio's clock
+(``anyio.current_time()``: a test on a fake clock gets fake times). A file of bare event
 objects, one ``to_json(event)`` a line, is read too: its events get evenly spaced times (1
 per event) and a warning says so; a file mixes neither form.
 
 ``open_event_log(path)`` writes the file: ``await log.record(run)`` reads one leg of the
 run's events to its end (call it again after ``run.resume(...)``: the legs share the
-clock, so the time waiting for a human shows), or ``await log.write(event)`` for a caller
-that reads the events itself. Times are taken when the log is given each event: a reader
-that keeps up puts them within a few milliseconds of when the run sent them.
+clock, so the time waiting for a human shows), or ``await log.write(event, at=...)`` for a
+caller that reads the events itself. Each event is timed when the run sent it
+(``EventStream.sent_at``), not when the log got it: a reader behind a burst of events (a
+batch of calls starting at once, a loaded machine) does not shift them. A handle whose
+events carry no send time (a Temporal run) is timed as its events are read.
 
 ``read_event_log(path)`` reads one, line by line: memory stays bounded by the longest line
 (at most ``MAX_LINE_BYTES``), every line is parsed with reactcore's bounded JSON parser,
@@ -25,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import IO, Any
 
@@ -73,15 +75,15 @@ class EventLog:
     """An event log being written; made by ``open_event_log``."""
 
     _file: IO[str]
-    _clock: Callable[[], float]
     _origin: float
     _pending: list[str] = attrs.field(factory=list, init=False)
     written: int = attrs.field(default=0, init=False)
     """How many events were written so far."""
 
-    async def write(self, event: Event) -> None:
-        """Add ``event``, timed now."""
-        t = max(0.0, self._clock() - self._origin)
+    async def write(self, event: Event, *, at: float | None = None) -> None:
+        """Add ``event`` that happened at ``at`` (``anyio.current_time()`` then; default:
+        now); pass ``events.sent_at`` when reading ``run.events()`` yourself."""
+        t = max(0.0, (anyio.current_time() if at is None else at) - self._origin)
         line = json.dumps({"t": round(t, 6), "event": to_json(event)}, separators=(",", ":"))
         self._pending.append(line + "\n")
         self.written += 1
@@ -95,7 +97,7 @@ class EventLog:
         ``RunFailed`` or ``RunInterrupted``), writing each."""
         async with run.events() as events:
             async for event in events:
-                await self.write(event)
+                await self.write(event, at=getattr(events, "sent_at", None))
 
     async def flush(self) -> None:
         """Send the lines written so far to the file (done every few hundred lines, and
@@ -113,20 +115,18 @@ class EventLog:
 
 
 @asynccontextmanager
-async def open_event_log(
-    path: str | os.PathLike[str], *, clock: Callable[[], float] | None = None
-) -> AsyncIterator[EventLog]:
+async def open_event_log(path: str | os.PathLike[str]) -> AsyncIterator[EventLog]:
     """Write an event log to ``path`` (replacing the file): ``async with
     open_event_log("events.jsonl") as log: await log.record(run)``.
 
-    ``clock`` gives the time in seconds (default ``anyio.current_time``); times in the file
-    count from when the log opened. The file is complete when the block ends.
+    Times in the file count from when the log opened; the file is complete when the block
+    ends.
     """
-    if clock is not None and not callable(clock):
-        raise TypeError(f"clock must be a callable returning seconds, got {clock!r}")
-    now = clock or anyio.current_time
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path must be a file path, got {type(path).__name__}")
+    origin = anyio.current_time()
     file = await anyio.to_thread.run_sync(lambda: open(path, "w", encoding="utf-8"))  # noqa: SIM115
-    log = EventLog(file, now, now())
+    log = EventLog(file, origin)
     try:
         yield log
     finally:
