@@ -230,7 +230,8 @@ async def test_six_parallel_calls_are_drawn_to_scale_in_the_browser(
     (the legend's): timed out, cancelled by the caller (with the reason), error, finished."""
     events, page = tmp_path / "events.jsonl", tmp_path / "run.html"
     measured = await _six_calls(events)
-    assert main(["timeline", str(events), "-o", str(page), "--title", "six calls"]) == 0
+    title = "researcher: six parallel calls"
+    assert main(["timeline", str(events), "-o", str(page), "--title", title]) == 0
 
     _open_offline(browser, page)
     assert _requests(browser) == [page.as_uri()]

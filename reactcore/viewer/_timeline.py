@@ -14,7 +14,9 @@ What the events say, and how it is drawn:
 - The answer's tool calls: each is *requested* when ``model_call_finished`` names it; the
   time to its ``tool_call_started`` (sent once it holds its slots) is *queued*; then it
   runs until ``tool_call_finished`` (``error`` when ``is_error``), ``tool_call_timed_out``
-  or ``tool_call_cancelled`` (its ``reason``: who asked and why).
+  or ``tool_call_cancelled`` (its ``reason``: who asked and why). A bar is as long as the
+  run measured the call (``duration``; a timeout's ``timeout``) when the end event says,
+  else until its end event.
 - ``run_interrupted``: the run waits for a human to decide on its calls until the next
   leg's first event; those calls' bars show the wait.
 - ``run_failed``: the run's end, with its error; calls still running end with it
@@ -439,6 +441,20 @@ class TimelineBuilder:
         run = self._runs.get(key)
         return None if run is None else run.agent
 
+    @staticmethod
+    def _stop(call: _Call, end: float) -> float:
+        """When a started call stopped running: by the run's own measure when its end
+        event has one (``duration``; a timeout's clock starts with the call), which no
+        delay in sending the event shifts; else when its end event was sent."""
+        assert call.started is not None
+        if call.ended is None:
+            return end
+        if call.duration is not None:
+            return call.started + call.duration
+        if call.state == "timed_out" and call.timeout is not None:
+            return call.started + call.timeout
+        return call.ended
+
     def _span(self, call: _Call, end: float) -> ToolSpan:
         segments: list[Segment] = []
         waited_from = call.requested
@@ -449,8 +465,7 @@ class TimelineBuilder:
         if call.started is not None:
             if waited_from is not None and call.started > waited_from:
                 segments.append(Segment("queued", waited_from, call.started))
-            stop = end if call.ended is None else call.ended
-            segments.append(Segment("running", call.started, stop))
+            segments.append(Segment("running", call.started, self._stop(call, end)))
             state = call.state or "running"
         else:
             assert waited_from is not None

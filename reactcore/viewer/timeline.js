@@ -51,10 +51,10 @@ var ReactcoreTimeline = (function () {
       finished: "finished", failed: "failed", cancelled: "cancelled",
       interrupted: "waiting for approval", running: "running (no end in the log yet)"
     };
-    var calls = tl.tools.length, parts = [
+    var calls = tl.tools.length, lanes = tl.lanes.filter(function (l) { return l.kind === "tools"; }).length, parts = [
       '<span class="tl-' + o.status + '">run ' + esc(words[o.status]) + "</span>",
       esc(seconds(tl.duration, tl.timed)), tl.models.length + " model calls",
-      calls + " tool calls in " + tl.lanes.length + " lanes", tl.events + " events"
+      calls + " tool calls in " + lanes + " lanes", tl.events + " events"
     ];
     if (o.error) parts.push(esc(o.error));
     return parts.join(" · ");
@@ -154,6 +154,7 @@ var ReactcoreTimeline = (function () {
   function render(root, tl, options) {
     var title = (options && options.title) || "reactcore run";
     root.timeline = tl;
+    root.classList.add("tl-root");
     if (!root.querySelector(".tl-scroll")) {
       root.innerHTML = '<h1></h1><p class="tl-summary"></p><div class="tl-warnings"></div><div class="tl-legend">' + legend() +
         '</div><div class="tl-tools">zoom <button data-zoom="0.5">−</button><button data-zoom="0">fit</button><button data-zoom="2">+</button>' +
