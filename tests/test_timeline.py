@@ -554,6 +554,12 @@ def test_bare_events_are_spaced_evenly_with_a_warning(tmp_path: Path) -> None:
         ('{"t": 0, "event": {"type": "run_failed", "error": "boom"}}\n', 1, "'error'"),
         ('{"t": 0, "event": {"type": "model_delta", "text": [1,,2]}}\n', 1, "not JSON"),
         ('{"t": 1e999, "event": {"type": "x"}}\n', 1, '"t" must be a number'),
+        (
+            '{"t": 0, "event": {"type": "tool_call_timed_out", "call_id": "a", "name": "f",'
+            ' "timeout": NaN}}\n',
+            1,
+            "'timeout' should be an integer or a number",
+        ),
         ('{"t": 0, "event": ' + "[" * 200 + "]" * 200 + "}\n", 1, "deeper"),
     ],
 )

@@ -18,7 +18,7 @@ What the events say, and how it is drawn:
   run measured the call (``duration``; a timeout's ``timeout``) when the end event says,
   else until its end event.
 - ``run_interrupted``: the run waits for a human to decide on its calls until the next
-  leg's first event; those calls' bars show the wait.
+  leg's first event; the bars of the answer's calls not started yet show the wait.
 - ``run_failed``: the run's end, with its error; calls still running end with it
   (``cancelled`` when the run was cancelled, else ``unfinished``).
 - ``subagent_event``: the subagent's events, drawn under the call that ran it.
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from math import isfinite
 from typing import Any
 
 import attrs
@@ -58,14 +59,22 @@ def _preview(text: str) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
-_JSON_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+_JSON_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    dict: "an object",
+    list: "an array",
+}
 
 
 def _field(event: Mapping[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
     value = event.get(name)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+    wrong = isinstance(value, bool) and kind is not bool
+    if not isinstance(value, kind) or wrong or (isinstance(value, float) and not isfinite(value)):
         kinds = kind if isinstance(kind, tuple) else (kind,)
-        expected = " or ".join(_JSON_NAMES.get(k, f"an {k.__name__}") for k in kinds)
+        expected = " or ".join(_JSON_NAMES.get(k, k.__name__) for k in kinds)
         got = "missing" if name not in event else f"{type(value).__name__} {value!r:.40}"
         where = event.get("type") if isinstance(event.get("type"), str) else "an event"
         raise ValueError(f"{where}: field {name!r} should be {expected}, got {got}")
@@ -350,8 +359,13 @@ class TimelineBuilder:
             call.approval, call.answered = t, None
             waiting.append(call)
         run.waiting = ApprovalWait(t, t, tuple(c.name for c in waiting), False, 0, run.key)
+        # The calls of the same answer that need no decision wait for the pause as well.
+        for call in run.pending:
+            if call not in waiting and call.started is None:
+                call.approval, call.answered = t, None
+                waiting.append(call)
         run.waiting_for = waiting
-        run.pending = [c for c in run.pending if c not in waiting]
+        run.pending = []
         if run.key is None:
             self._outcome = Outcome("interrupted", t)
 

@@ -103,7 +103,7 @@ var ReactcoreTimeline = (function () {
     var w = function (a, b) { return Math.max(0, (b - a) * scale).toFixed(2); };
     var top = function (lane) { return (lane * ROW) + "px"; };
     var tip = function (text) { tips.push(text); return ' data-i="' + (tips.length - 1) + '"'; };
-    var height = tl.lanes.length * ROW, step = tickStep(scale), ticks = [], grid = [];
+    var height = tl.lanes.length * ROW, step = tl.timed ? tickStep(scale) : Math.max(1, tickStep(scale)), ticks = [], grid = [];
     for (var t = 0; t <= tl.duration + 1e-9; t += step) {
       ticks.push('<div class="tl-tick" data-t="' + t + '" style="left:' + x(t) + 'px">' + esc(seconds(t, tl.timed)) + "</div>");
       grid.push('<div class="tl-grid" style="left:' + x(t) + 'px"></div>');
