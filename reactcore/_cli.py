@@ -1,9 +1,10 @@
-"""The ``reactcore`` command: ``reactcore bench`` and ``reactcore demo``.
+"""The ``reactcore`` command: ``reactcore bench``, ``reactcore demo`` and ``reactcore timeline``.
 
 ``bench`` measures reactcore's tool scheduling against a port of the seed's design (see
 ``reactcore._bench``); it needs the ``bench`` extra. ``demo`` runs a small agent with two
 tools in parallel and prints its events as they happen, on a scripted model or on any
-OpenAI-compatible endpoint.
+OpenAI-compatible endpoint. ``timeline`` draws a run's event log (``reactcore.viewer``) as
+one self-contained HTML page.
 
 Errors in what was asked (a bad option, a missing model or key) are one line on stderr
 and exit status 2. The command, not the library, configures structlog: warnings the
@@ -196,6 +197,61 @@ def _add_demo(commands: argparse._SubParsersAction[_Parser]) -> None:
     p.set_defaults(handler=_demo, subparser=p)
 
 
+# --- timeline ---------------------------------------------------------------------------
+
+
+def _readable(text: str) -> Path:
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+    if not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"cannot read {text!r}: permission denied")
+    return path
+
+
+def _timeline(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from .viewer import EventLogError, timeline_html, timeline_of_file
+
+    source: Path = args.events
+    target: Path = args.output or source.with_suffix(".html")
+    try:
+        timeline = timeline_of_file(source)
+    except EventLogError as exc:
+        print(f"reactcore timeline: {source}: {exc}", file=sys.stderr)
+        return 2
+    for warning in timeline.warnings:
+        print(f"reactcore timeline: warning: {warning}", file=sys.stderr)
+    page = timeline_html(timeline, title=args.title or f"reactcore run: {source.name}")
+    target.write_text(page, encoding="utf-8")
+    tools, lanes = len(timeline.tools), len(timeline.lanes)
+    print(f"wrote {target}: {tools} tool calls, {len(timeline.models)} model calls, {lanes} lanes")
+    return 0
+
+
+def _add_timeline(commands: argparse._SubParsersAction[_Parser]) -> None:
+    p = commands.add_parser(
+        "timeline",
+        help="draw a run's event log as one self-contained HTML page",
+        description=(
+            'Read an event log (JSON lines: {"t": <seconds>, "event": <event JSON>}, '
+            "as reactcore.viewer.open_event_log writes it; bare event objects are drawn "
+            "evenly spaced) and write the run's timeline as one HTML file that needs no "
+            "network: tool calls in lanes, model calls, queueing, timeouts, cancellations, "
+            "errors, retries, pauses for approval, subagents."
+        ),
+    )
+    p.add_argument("events", type=_readable, metavar="EVENTS.jsonl", help="the event log")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=_writable,
+        metavar="PATH",
+        help="the HTML file to write (default: EVENTS with the suffix .html)",
+    )
+    p.add_argument("--title", help="the page's title (default: the event log's name)")
+    p.set_defaults(handler=_timeline, subparser=p)
+
+
 # --- the command ------------------------------------------------------------------------
 
 
@@ -205,6 +261,7 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(title="commands", required=True, metavar="COMMAND")
     _add_bench(commands)
     _add_demo(commands)
+    _add_timeline(commands)
     return top
 
 

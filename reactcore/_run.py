@@ -56,17 +56,24 @@ class _Reader(enum.Enum):
 @attrs.define(eq=False)
 class EventStream:
     """The run's events: ``async for event in stream``; close it (or use ``async with``)
-    when you stop listening, so the run stops waiting for you."""
+    when you stop listening, so the run stops waiting for you.
 
-    _receive: MemoryObjectReceiveStream[Event]
+    ``sent_at`` is when the run sent the event last read (``anyio.current_time()``): a
+    reader that falls behind a burst of events still knows when each happened (the
+    timeline's event log records it).
+    """
+
+    _receive: MemoryObjectReceiveStream[tuple[float, Event]]
     _run: AgentRun
+    sent_at: float | None = attrs.field(default=None, init=False)
 
     def __aiter__(self) -> EventStream:
         return self
 
     async def __anext__(self) -> Event:
         try:
-            return await self._receive.receive()
+            self.sent_at, event = await self._receive.receive()
+            return event
         except anyio.EndOfStream:
             self._receive.close()  # read to the end: nothing is left to hold open
             raise StopAsyncIteration from None
@@ -101,8 +108,9 @@ class AgentRun:
     thread_id: str | None
     max_buffered_events: int = 256
     dropped_events: int = 0
-    _send: MemoryObjectSendStream[Event] = attrs.field(init=False)
-    _receive: MemoryObjectReceiveStream[Event] = attrs.field(init=False)
+    # Each event goes with the time it was sent (``EventStream.sent_at``).
+    _send: MemoryObjectSendStream[tuple[float, Event]] = attrs.field(init=False)
+    _receive: MemoryObjectReceiveStream[tuple[float, Event]] = attrs.field(init=False)
     _reader: _Reader = attrs.field(default=_Reader.NONE, init=False)
     _scope: anyio.CancelScope = attrs.field(factory=anyio.CancelScope, init=False)
     _done: anyio.Event = attrs.field(factory=anyio.Event, init=False)
@@ -121,7 +129,7 @@ class AgentRun:
         self._open_stream()
 
     def _open_stream(self) -> None:
-        self._send, self._receive = anyio.create_memory_object_stream[Event](
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[float, Event]](
             self.max_buffered_events
         )
 
@@ -272,11 +280,12 @@ class AgentRun:
         if self._reader is not _Reader.ATTACHED:
             self._send_or_drop(event)
             return
+        item = (anyio.current_time(), event)
         try:
-            self._send.send_nowait(event)  # no trip through the scheduler while there is room
+            self._send.send_nowait(item)  # no trip through the scheduler while there is room
         except anyio.WouldBlock:
             try:
-                await self._send.send(event)  # a slow reader: wait for it (backpressure)
+                await self._send.send(item)  # a slow reader: wait for it (backpressure)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._reader = _Reader.GONE
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -286,7 +295,7 @@ class AgentRun:
         if self._reader is _Reader.NEVER:
             return
         try:
-            self._send.send_nowait(event)
+            self._send.send_nowait((anyio.current_time(), event))
         except anyio.WouldBlock:
             self.dropped_events += 1
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):

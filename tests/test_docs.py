@@ -315,6 +315,7 @@ _PUBLIC_SUBMODULES = (
     "reactcore.ag_ui",
     "reactcore.a2a",
     "reactcore.ai_sdk",
+    "reactcore.viewer",
 )
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -23,14 +22,10 @@ from typing import Any
 
 import pytest
 
+from tests.browser_support import chromium, missing
+
 ROOT = Path(__file__).resolve().parent.parent
 WAIT = 30.0
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (required under CI)")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +37,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         import mkdocs  # noqa: F401
     except ImportError:
-        _missing("mkdocs is not installed: pip install -e '.[docs]'")
+        missing("mkdocs is not installed: pip install -e '.[docs]'")
     folder = tmp_path_factory.mktemp("site")
     built = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)],
@@ -79,30 +74,8 @@ def base_url(site: Path) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Headless Chromium driven through chromedriver (selenium), with Debian's binaries."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_path = shutil.which("chromedriver")
-    if chromium is None or driver_path is None:
-        _missing("Chromium is not installed: apt-get install -y chromium chromium-driver")
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        _missing("selenium is not installed: pip install -e '.[test]'")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(chromium)
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1000",
-    ):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _open(browser: Any, url: str) -> None:
