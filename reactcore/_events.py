@@ -108,12 +108,14 @@ class ToolCallTimedOut:
 @attrs.frozen
 class ToolCallCancelled:
     """A tool call was cancelled by the caller (``run.cancel_tool``); ``response`` is the
-    cancellation text the model gets for it."""
+    cancellation text the model gets for it, ``duration`` how long the call ran until it
+    really stopped (seconds, as ``ToolCallFinished.duration``)."""
 
     call_id: str
     name: str
     reason: str | None = None
     response: ToolResponse | None = attrs.field(default=None, eq=False, repr=False)
+    duration: float | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen

@@ -331,7 +331,8 @@ class _CallEvents:
             await run.emit(ToolCallTimedOut(call.id, call.name, job.timeout, response))
         elif job.status is Status.CANCELLED:
             reason = job.cancel_reason or None
-            await run.emit(ToolCallCancelled(call.id, call.name, reason, response))
+            cancelled = ToolCallCancelled(call.id, call.name, reason, response, job.duration)
+            await run.emit(cancelled)
         else:
             duration = job.duration
             await run.emit(

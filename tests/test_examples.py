@@ -149,6 +149,7 @@ async def exercise_service(base_url: str) -> str:
             cancelled = await events.until("tool_call_cancelled")
             finished = await events.until("run_finished")
             assert await events.rest() == []  # the last event ends the stream
+        assert cancelled.pop("duration") > 0  # how long it ran until it stopped
         assert cancelled == {
             "type": "tool_call_cancelled",
             "call_id": started["call_id"],

@@ -326,7 +326,10 @@ class TimelineBuilder:
     def _cancelled(self, t: float, event: Mapping[str, Any], run: _Run) -> None:
         why = _optional(event, "reason", str)
         reason = "cancelled by the caller" + (f": {_preview(why)}" if why else "")
-        self._ended(t, event, run, "cancelled", reason)
+        call = self._ended(t, event, run, "cancelled", reason)
+        duration = _optional(event, "duration", (int, float))
+        if duration is not None:  # how long it ran until it stopped, as the run measured
+            call.duration = float(duration)
 
     def _finished(self, t: float, event: Mapping[str, Any], run: _Run) -> None:
         result = _field(event, "result", dict)
