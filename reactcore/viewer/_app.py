@@ -155,21 +155,20 @@ def viewer_app(app: object, *, authorize: object) -> Starlette:
         return EventStreamResponse(produce, heartbeat=15.0)
 
     async def cancel_call(request: Request) -> Response:
-        live = (await recording(request)).steer()
+        seen, given = await recording(request), await body(request)
         call_id = client_id(request.path_params["call_id"], "call id")
-        reason = (await body(request)).get("reason", "by an operator")
+        reason = given.get("reason", "an operator cancelled it in the run viewer")
         if not isinstance(reason, str):
             raise RequestRefused(400, "bad_request", "'reason' must be a string")
-        return JSONResponse({"cancelled": await live.run.cancel_tool(call_id, reason)})
+        return JSONResponse({"cancelled": await seen.steer().run.cancel_tool(call_id, reason)})
 
     async def cancel(request: Request) -> Response:
-        live = (await recording(request)).steer()
-        await body(request)
-        return JSONResponse({"cancelled": await live.run.cancel()})
+        seen, _ = await recording(request), await body(request)
+        return JSONResponse({"cancelled": await seen.steer().run.cancel()})
 
     async def decide(request: Request) -> Response:
-        live = (await recording(request)).steer()
-        await live.decide(decisions_from_json((await body(request)).get("decisions")))
+        seen, given = await recording(request), await body(request)
+        await seen.steer().decide(decisions_from_json(given.get("decisions")))
         return JSONResponse({"resumed": True})
 
     routes = [
