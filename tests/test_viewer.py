@@ -3,7 +3,8 @@
 in the test's own loop (``serve_app``: uvicorn on asyncio, hypercorn on trio); a client
 streams a run while an operator, in headless Chromium, watches it drawn live and steers
 it from the page (cancels a running call; approves a paused one). And the viewer's own
-``authorize``, and that an app without a viewer records nothing.
+``authorize``, and that an app without a viewer records nothing. And ``reactcore view``,
+the event logs of a folder served on loopback.
 
 Selenium is synchronous: each browser step runs in a worker thread
 (``anyio.to_thread.run_sync``) while the servers and the client go on in the test's loop.
@@ -15,6 +16,8 @@ running call, then cancelled) are written under the test's tmp dir, and to
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -32,7 +35,7 @@ from reactcore.hooks import HumanInTheLoopHook
 from reactcore.models.base import ModelRequest
 from reactcore.serving import events_app
 from reactcore.testing import ScriptedChatModel
-from reactcore.viewer import viewer_app
+from reactcore.viewer import open_event_log, viewer_app
 from tests.browser_support import chromium
 from tests.helpers import asks
 from tests.serving_support import serve_app, sse_events
@@ -362,3 +365,50 @@ async def test_the_viewer_refuses_who_its_authorize_refuses_and_records_nothing_
         assert (ended.status_code, ended.json()["error"]["code"]) == (409, "run_ended")
         unknown = await http.post("/viewer/api/runs/nope/cancel", json={}, headers=cookie)
         assert unknown.status_code == 404
+
+
+def test_the_view_command_serves_a_folders_event_logs_on_loopback(
+    browser: Any, tmp_path: Path
+) -> None:
+    """``reactcore view --events DIR --port 0`` (a real process) serves on 127.0.0.1 a
+    page listing the folder's event logs; a click opens one drawn as its run's timeline.
+    A file outside the listing (a path, another suffix) is 404, a bad log is 422 naming its
+    line, and a request naming another host is 400 (no DNS rebinding to the logs)."""
+    from selenium.webdriver.common.by import By
+
+    async def record() -> None:
+        agent = ReactAgent("helper", ScriptedChatModel(["Hello!"]))
+        async with open_event_log(tmp_path / "hello.jsonl") as log, agent.start("hi") as run:
+            await log.record(run)
+
+    anyio.run(record)
+    first = (tmp_path / "hello.jsonl").read_text().splitlines()[0]
+    (tmp_path / "broken.jsonl").write_text(f"{first}\nnope\n")
+    (tmp_path / "notes.txt").write_text("not a log")
+    command = [sys.executable, "-m", "reactcore", "view", "--events", str(tmp_path), "--port", "0"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            url = line.split(" at ")[1].split()[0]
+            assert url.startswith("http://127.0.0.1:")
+            with httpx.Client(base_url=url, timeout=WAIT) as http:
+                listing = http.get("/")
+                assert "hello.jsonl" in listing.text and "broken.jsonl" in listing.text
+                assert "notes.txt" not in listing.text
+                assert "default-src 'none'" in listing.headers["content-security-policy"]
+                assert http.get("/runs/notes.txt").status_code == 404
+                assert http.get("/runs/..%2Fnotes.txt").status_code == 404
+                broken = http.get("/runs/broken.jsonl")
+                assert broken.status_code == 422 and "line 2" in broken.text
+                rebound = http.get("/", headers={"host": "attacker.example"})
+                assert rebound.status_code == 400
+
+            browser.get(url)
+            browser.find_element(By.LINK_TEXT, "hello.jsonl").click()
+            until(browser, "return document.getElementById('timeline').dataset.rendered")
+            assert "run finished" in browser.find_element(By.ID, "timeline").text
+        finally:
+            process.terminate()
+            process.wait(WAIT)

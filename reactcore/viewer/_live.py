@@ -56,9 +56,11 @@ class Recording:
         self._touch()
 
     def end(self) -> None:
-        """The run left the live list."""
+        """The run left the live list: a run not done then is being cancelled (its
+        stream's block ends, and the run with it)."""
         assert self.live is not None
-        self.ended_status = self.live.run.status_nowait()
+        run = self.live.run
+        self.ended_status = run.status_nowait() if run.done else "cancelled"
         self.live = None
         self._touch()
 
