@@ -36,6 +36,7 @@ from reactcore.models.base import ModelRequest
 from reactcore.serving import events_app
 from reactcore.testing import ScriptedChatModel
 from reactcore.viewer import open_event_log, viewer_app
+from reactcore.viewer._live import KEEP_FINISHED
 from tests.browser_support import chromium
 from tests.helpers import asks
 from tests.serving_support import serve_app, sse_events
@@ -287,6 +288,61 @@ async def test_an_operator_approves_a_paused_call_from_the_page(browser: Any) ->
     assert "decisions sent" in page["text"]
 
 
+async def test_an_operator_approves_edits_and_rejects_three_paused_calls(browser: Any) -> None:
+    """Three calls paused at once: the operator approves one, edits another's arguments
+    (the JSON in its field) and rejects the third with a reason; the decisions go out
+    together once each call has one, and the run answers with what each decision gave."""
+
+    @tool
+    async def send(to: str) -> str:
+        """Send a message."""
+        return f"sent to {to}"
+
+    calls = asks(("c1", "send", {"to": "bo"}), ("c2", "send", {"to": "cy"}), ("c3", "send", {}))
+    model = ScriptedChatModel([calls, answer_after_tools])
+    hook = HumanInTheLoopHook({"send": True})
+    agent = ReactAgent("mailer", model, tools=[send], hooks=[hook], saver=MemorySaver())
+    seen: list[tuple[str, Any]] = []
+    paused = anyio.Event()
+
+    def decide() -> str:
+        from selenium.webdriver.common.by import By
+
+        until(browser, "return document.querySelectorAll('.vw-pending').length === 3")
+        click(browser, 'button[data-decide="approve"][data-for="c1"]')
+        told = until(browser, "return document.querySelector('.vw-message').innerText")
+        field = browser.find_element(By.CSS_SELECTOR, 'textarea[data-arguments="c2"]')
+        field.clear()
+        field.send_keys('{"to": "di"}')
+        click(browser, 'button[data-decide="edit"][data-for="c2"]')
+        browser.find_element(By.CSS_SELECTOR, 'input[data-reason="c3"]').send_keys("not now")
+        click(browser, 'button[data-decide="reject"][data-for="c3"]')
+        return str(told)
+
+    async with served_with_viewer(agent) as (api, viewer):
+        async with httpx.AsyncClient(timeout=WAIT) as http, anyio.create_task_group() as tg:
+
+            async def client() -> None:
+                body = {"input": "mail three", "threadId": "t4"}
+                async with http.stream("POST", api, json=body, headers={"x-user": "bea"}) as r:
+                    async for event, data in sse_events(r):
+                        seen.append((event, data))
+                        if event == "run_interrupted":
+                            paused.set()
+
+            tg.start_soon(client)
+            with anyio.fail_after(WAIT):
+                await paused.wait()
+            await in_browser(lambda: open_run(browser, viewer, seen[0][1]["runId"]))
+            told = await in_browser(decide)
+        page = await in_browser(lambda: finished_page(browser))
+
+    assert "2 more to decide" in told
+    assert seen[-2][1]["result"]["text"] == "sent to bo; sent to di; not now"
+    assert page["pending"] == []
+    assert page["bars"] == {"c1": "finished", "c2": "finished"}  # c3 never ran
+
+
 async def test_the_viewer_refuses_who_its_authorize_refuses_and_records_nothing_uninvited() -> None:
     """Every viewer endpoint answers 401 to a request its ``authorize`` refuses. An app
     without a viewer records nothing (no watcher, its live runs have no tap), and a viewer
@@ -412,3 +468,27 @@ def test_the_view_command_serves_a_folders_event_logs_on_loopback(
         finally:
             process.terminate()
             process.wait(WAIT)
+
+
+async def test_the_viewer_keeps_the_last_finished_runs_only() -> None:
+    """Finished runs' timelines are kept for the last ``KEEP_FINISHED`` runs, newest
+    first; an older one is dropped (its key is 404), so memory stays bounded."""
+    count = KEEP_FINISHED + 2
+    agent = ReactAgent("a", ScriptedChatModel([f"answer {i}" for i in range(count)]))
+    app = events_app(agent, authorize=by_header)
+    viewer = viewer_app(app, authorize=operator)
+    cookie = {"cookie": f"operator={TOKEN}"}
+    keys: list[str] = []
+    async with (
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://a") as a,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=viewer), base_url="http://v") as v,
+    ):
+        for i in range(count):
+            body = {"input": "hi", "threadId": f"t{i}"}
+            assert "run_finished" in (await a.post("/", json=body, headers={"x-user": "u"})).text
+            keys.append((await v.get("/api/runs", headers=cookie)).json()["runs"][0]["key"])
+        runs = (await v.get("/api/runs", headers=cookie)).json()["runs"]
+        assert [r["threadId"] for r in runs] == [f"t{i}" for i in reversed(range(2, count))]
+        assert (await v.get(f"/api/runs/{keys[0]}/timeline", headers=cookie)).status_code == 404
+        kept = await v.get(f"/api/runs/{keys[-1]}/timeline", headers=cookie)
+        assert "event: end" in kept.text and '"status":"finished"' in kept.text
