@@ -9,7 +9,7 @@ the event logs of a folder served on loopback.
 Selenium is synchronous: each browser step runs in a worker thread
 (``anyio.to_thread.run_sync``) while the servers and the client go on in the test's loop.
 One browser serves every test of the file. Screenshots of the page (the run with its
-running call, then cancelled) are written under the test's tmp dir, and to
+running call, then cancelled; the approvals panel) are written under the test's tmp dir, and to
 ``$REACTCORE_ARTIFACTS`` when set.
 """
 
@@ -137,6 +137,17 @@ return {status: root.dataset.status, ended: root.dataset.ended || null,
 """
 
 
+async def save(tmp_path: Path, name: str, shot: bytes) -> None:
+    """Write a screenshot under ``tmp_path``, and to ``$REACTCORE_ARTIFACTS`` when set."""
+    assert shot.startswith(b"\x89PNG")
+    folders = [anyio.Path(tmp_path)]
+    if os.environ.get("REACTCORE_ARTIFACTS"):
+        folders.append(anyio.Path(os.environ["REACTCORE_ARTIFACTS"]))
+    for folder in folders:
+        await folder.mkdir(parents=True, exist_ok=True)
+        await (folder / name).write_bytes(shot)
+
+
 def finished_page(browser: Any) -> Any:
     """What the page shows once its run ended finished (waited for)."""
     until(
@@ -219,14 +230,8 @@ async def test_an_operator_cancels_one_of_two_parallel_calls_from_the_page(
     assert page["running"] == []
     assert "run finished" in page["text"] and "ann" in page["text"]
 
-    folders = [anyio.Path(tmp_path)]
-    if os.environ.get("REACTCORE_ARTIFACTS"):
-        folders.append(anyio.Path(os.environ["REACTCORE_ARTIFACTS"]))
-    for folder in folders:
-        await folder.mkdir(parents=True, exist_ok=True)
-        await (folder / f"viewer-running-{anyio_backend}.png").write_bytes(running)
-        await (folder / f"viewer-{anyio_backend}.png").write_bytes(shot)
-    assert shot.startswith(b"\x89PNG") and running.startswith(b"\x89PNG")
+    await save(tmp_path, f"viewer-running-{anyio_backend}.png", running)
+    await save(tmp_path, f"viewer-{anyio_backend}.png", shot)
 
 
 async def test_an_operator_approves_a_paused_call_from_the_page(browser: Any) -> None:
@@ -288,7 +293,9 @@ async def test_an_operator_approves_a_paused_call_from_the_page(browser: Any) ->
     assert "decisions sent" in page["text"]
 
 
-async def test_an_operator_approves_edits_and_rejects_three_paused_calls(browser: Any) -> None:
+async def test_an_operator_approves_edits_and_rejects_three_paused_calls(
+    browser: Any, tmp_path: Path, anyio_backend: str
+) -> None:
     """Three calls paused at once: the operator approves one, edits another's arguments
     (the JSON in its field) and rejects the third with a reason; the decisions go out
     together once each call has one, and the run answers with what each decision gave."""
@@ -304,11 +311,13 @@ async def test_an_operator_approves_edits_and_rejects_three_paused_calls(browser
     agent = ReactAgent("mailer", model, tools=[send], hooks=[hook], saver=MemorySaver())
     seen: list[tuple[str, Any]] = []
     paused = anyio.Event()
+    shots: dict[str, bytes] = {}
 
     def decide() -> str:
         from selenium.webdriver.common.by import By
 
         until(browser, "return document.querySelectorAll('.vw-pending').length === 3")
+        shots["approvals"] = browser.get_screenshot_as_png()
         click(browser, 'button[data-decide="approve"][data-for="c1"]')
         told = until(browser, "return document.querySelector('.vw-message').innerText")
         field = browser.find_element(By.CSS_SELECTOR, 'textarea[data-arguments="c2"]')
@@ -337,6 +346,7 @@ async def test_an_operator_approves_edits_and_rejects_three_paused_calls(browser
             told = await in_browser(decide)
         page = await in_browser(lambda: finished_page(browser))
 
+    await save(tmp_path, f"viewer-approvals-{anyio_backend}.png", shots["approvals"])
     assert "2 more to decide" in told
     assert seen[-2][1]["result"]["text"] == "sent to bo; sent to di; not now"
     assert page["pending"] == []
