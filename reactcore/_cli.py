@@ -1,10 +1,11 @@
-"""The ``reactcore`` command: ``reactcore bench``, ``reactcore demo`` and ``reactcore timeline``.
+"""The ``reactcore`` command: ``bench``, ``demo``, ``timeline`` and ``view``.
 
 ``bench`` measures reactcore's tool scheduling against a port of the seed's design (see
 ``reactcore._bench``); it needs the ``bench`` extra. ``demo`` runs a small agent with two
 tools in parallel and prints its events as they happen, on a scripted model or on any
 OpenAI-compatible endpoint. ``timeline`` draws a run's event log (``reactcore.viewer``) as
-one self-contained HTML page.
+one self-contained HTML page; ``view`` serves, on 127.0.0.1 only, the event logs of a
+folder drawn the same way (local development; needs the ``view`` extra).
 
 Errors in what was asked (a bad option, a missing model or key) are one line on stderr
 and exit status 2. The command, not the library, configures structlog: warnings the
@@ -31,6 +32,7 @@ from ._demo import QUESTION, demo_model, run_demo
 from .models.openai import OpenAIChatModel
 
 BENCH_EXTRA = "pip install 'reactcore[bench]'"
+VIEW_EXTRA = "pip install 'reactcore[view]'"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -252,6 +254,69 @@ def _add_timeline(commands: argparse._SubParsersAction[_Parser]) -> None:
     p.set_defaults(handler=_timeline, subparser=p)
 
 
+# --- view -------------------------------------------------------------------------------
+
+
+def _folder(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"no such folder: {text!r}")
+    return path
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, got {text!r}")
+    return int(text)
+
+
+def _view(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    import socket
+
+    missing = _missing(["starlette", "uvicorn"])
+    if missing is not None:
+        print(f"reactcore view: {missing} is not installed: {VIEW_EXTRA}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    from .viewer._logs import logs_app
+
+    sock = socket.socket()
+    try:
+        sock.bind(("127.0.0.1", args.port))
+    except OSError as exc:
+        sock.close()
+        print(f"reactcore view: cannot listen on 127.0.0.1:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    sock.listen(64)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    print(f"serving the event logs of {args.events} at {url} (Ctrl-C stops)", flush=True)
+    config = uvicorn.Config(logs_app(args.events), log_level="warning", lifespan="off")
+    with sock:
+        uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+def _add_view(commands: argparse._SubParsersAction[_Parser]) -> None:
+    p = commands.add_parser(
+        "view",
+        help="serve a folder's event logs as timeline pages on 127.0.0.1 (development)",
+        description=(
+            "Serve, on 127.0.0.1 only, a page listing the event logs (*.jsonl, as "
+            "reactcore.viewer.open_event_log writes them) of a folder; each opens drawn as "
+            "its run's timeline, read again on every reload. For local development: there "
+            f"is no login. Needs Starlette and uvicorn: {VIEW_EXTRA}."
+        ),
+    )
+    p.add_argument(
+        "--events", type=_folder, default=Path("."), metavar="DIR", help="the folder (default: .)"
+    )
+    p.add_argument(
+        "--port", type=_port, default=8765, help="the port (default: 8765; 0: any free one)"
+    )
+    p.set_defaults(handler=_view, subparser=p)
+
+
 # --- the command ------------------------------------------------------------------------
 
 
@@ -262,6 +327,7 @@ def parser() -> argparse.ArgumentParser:
     _add_bench(commands)
     _add_demo(commands)
     _add_timeline(commands)
+    _add_view(commands)
     return top
 
 

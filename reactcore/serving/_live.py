@@ -1,11 +1,17 @@
 """``LiveRuns``: the runs an app is streaming, found by run id for the principal that
 started them (anyone else gets 404, so run ids are never confirmed); ``relay`` hands a
-run's events to a protocol's encoder across approval pauses."""
+run's events to a protocol's encoder across approval pauses.
+
+A ``RunWatcher`` (the run viewer, ``reactcore.viewer.viewer_app``) may be attached to an
+app's ``LiveRuns``: it hears of each run listed and unlisted, and may tap its events as
+``relay`` passes them on. Without one nothing more is done than one attribute check per
+event."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 import anyio
 import attrs
@@ -18,6 +24,19 @@ from .._run import AgentRun
 
 NOT_FOUND = "no such run"
 
+Tap = Callable[[Event, float], None]
+"""Hears each event ``relay`` passes on, with when the run sent it (``anyio.current_time()``
+clock); called before the event goes to the client, and must not block."""
+
+
+class RunWatcher(Protocol):
+    """Hears of every run an app lists (``opened``: its tap, or ``None`` for no events)
+    and unlists (``closed``)."""
+
+    def opened(self, live: LiveRun) -> Tap | None: ...
+
+    def closed(self, live: LiveRun) -> None: ...
+
 
 @attrs.define(eq=False)
 class LiveRun:
@@ -29,6 +48,8 @@ class LiveRun:
     run: AgentRun
     run_id: str
     thread_id: str | None = None
+    tap: Tap | None = attrs.field(default=None, init=False)
+    """Set by the app's ``RunWatcher`` while the run is listed."""
     _resumed: anyio.Event = attrs.field(factory=anyio.Event, init=False)
 
     def pending(self) -> tuple[ToolCall, ...]:
@@ -66,6 +87,8 @@ class LiveRuns:
     max_runs: int
     _runs: dict[tuple[str, str], LiveRun] = attrs.field(factory=dict, init=False)
     _reserved: int = attrs.field(default=0, init=False)
+    watcher: RunWatcher | None = attrs.field(default=None, init=False)
+    """Hears of each run listed and unlisted (the run viewer); ``None``: nobody."""
 
     def check_room(self) -> None:
         """503 when ``max_runs`` runs are streaming: asked before a stream's answer starts,
@@ -91,10 +114,16 @@ class LiveRuns:
         if key in self._runs:
             raise RequestRefused(409, "run_exists", "a run of this id is streaming")
         self._runs[key] = live
+        watcher = self.watcher
         try:
+            if watcher is not None:
+                live.tap = watcher.opened(live)
             yield live
         finally:
             del self._runs[key]
+            if watcher is not None:
+                live.tap = None
+                watcher.closed(live)
 
     def find(self, principal: str, run_id: str) -> LiveRun:
         """The live run ``run_id`` of ``principal``; 404 for any other (or none): runs are
@@ -113,12 +142,16 @@ async def relay(
 ) -> None:
     """Pass every event of ``live``'s run to ``emit``, leg after leg: after a pause for
     approval (``RunInterrupted``) wait up to ``pause_timeout`` for a decision (``decide``)
-    and go on with the next leg; return when the run ended, or the pause outlasted it."""
+    and go on with the next leg; return when the run ended, or the pause outlasted it.
+    ``live.tap`` (a run viewer's) hears each event first."""
     run = live.run
     while True:
         last: Event | None = None
         async with run.events() as events:
             async for event in events:
+                if live.tap is not None:
+                    sent = events.sent_at
+                    live.tap(event, anyio.current_time() if sent is None else sent)
                 await emit(event)
                 last = event
         if not isinstance(last, RunInterrupted) or not await live.wait_resumed(pause_timeout):

@@ -6,10 +6,15 @@ one self-contained HTML page: one lane per tool call running at once, the model 
 between batches with their streamed output, queueing for limiter slots, timeouts,
 cancellations, errors, retries, pauses for approval, and subagents under the calls that
 ran them. ``TimelineBuilder`` builds the same picture from events as they come.
+
+``viewer_app(app, authorize=...)``: the live viewer, an operator's page mounted beside a
+served app (``reactcore.serving``): its runs drawn as they go, steered from the page
+(cancel a call or the run, answer a pause for approval).
 """
 
 from __future__ import annotations
 
+from ._app import viewer_app as viewer_app
 from ._log import EventLog as EventLog
 from ._log import EventLogError as EventLogError
 from ._log import TimedEvent as TimedEvent
@@ -48,4 +53,5 @@ __all__ = [
     "timeline_html",
     "timeline_of",
     "timeline_of_file",
+    "viewer_app",
 ]
