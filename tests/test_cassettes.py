@@ -205,7 +205,7 @@ async def test_a_tool_answer_with_content_parts_replays(tmp_path: Path) -> None:
     assert isinstance(image, ImagePart)
     assert image.url in json.dumps(server.requests[1])  # the parts reached the model
     document = json.loads(path.read_text(encoding="utf-8"))
-    answer = [i for i in document["interactions"] if i["kind"] == "tool"][0]["response"]
+    answer = next(i for i in document["interactions"] if i["kind"] == "tool")["response"]
     assert answer["parts"][1] == {"type": "image", "url": image.url, "detail": "low"}
     assert [p["type"] for p in answer["parts"]] == ["text", "image", "file", "audio"]
     with Cassette(path, mode="replay") as cassette:
@@ -261,10 +261,10 @@ async def test_a_pause_for_approval_and_its_resume_replay(tmp_path: Path) -> Non
     )
     with Cassette(path, mode="replay") as cassette:
         replayed = await both_legs(agent(dead_model(cassette), cassette, [broken]))
-    for (events, result), (recorded_events, recorded_result) in zip(replayed, recorded):
-        assert events == recorded_events
-        assert result.status == recorded_result.status
-        assert result.messages == recorded_result.messages
+    for (events, result), (events_then, result_then) in zip(replayed, recorded, strict=True):
+        assert events == events_then
+        assert result.status == result_then.status
+        assert result.messages == result_then.messages
     assert replayed[0][1].interrupt == paused.interrupt
     with Cassette(path, mode="replay") as cassette, pytest.raises(CassetteMismatchError) as caught:
         await both_legs(agent(dead_model(cassette), cassette, [broken]), Reject("no"))
