@@ -1,7 +1,8 @@
 """Cassettes (``reactcore.testing.Cassette``): a run recorded against each provider's
 loopback server replays with the server stopped — the same events and result — on asyncio
 and trio; parallel batches of identical calls replay each call's own answer; a changed
-prompt, tool schema or tool argument fails naming the field; no key reaches the file;
+prompt, tool schema or tool argument fails naming the field; tool answers with content
+parts and pauses for approval (with their resumed leg) replay; no key reaches the file;
 the modes; the pytest fixture and marker."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from reactcore import (
     AssistantMessage,
     AudioPart,
     FilePart,
+    HumanInTheLoopHook,
     ImagePart,
     Interrupt,
     MemorySaver,
@@ -216,6 +218,11 @@ async def test_a_tool_answer_with_content_parts_replays(tmp_path: Path) -> None:
     assert replayed[1].messages[2].responses[0].parts == PARTS
     finished = [e for e in replayed[0] if isinstance(e, ToolCallFinished)]
     assert finished[0].response.parts == PARTS
+    answer["parts"][1]["type"] = "video"  # a damaged file: said so, not replayed wrong
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with Cassette(path, mode="replay") as cassette, pytest.raises(CassetteError) as caught:
+        await run(agent_on(model(server, cassette), cassette, tools=[broken]), "look")
+    assert "is a damaged cassette: a malformed tool answer" in str(caught.value)
 
 
 async def test_a_pause_for_approval_and_its_resume_replay(tmp_path: Path) -> None:
@@ -270,6 +277,38 @@ async def test_a_pause_for_approval_and_its_resume_replay(tmp_path: Path) -> Non
         await both_legs(agent(dead_model(cassette), cassette, [broken]), Reject("no"))
     assert caught.value.field == "$.decisions.ok.decision"
     assert (caught.value.recorded, caught.value.sent) == ("approve", "reject")
+
+
+async def test_a_human_in_the_loop_pause_replays(tmp_path: Path) -> None:
+    """A ``HumanInTheLoopHook`` pause comes before the tool runs: its two legs (paused,
+    then resumed with ``Resume``) replay from the model traffic and the tool's recorded
+    answer, with the same events and results, the tool not run."""
+
+    @tool(name="weather")
+    async def broken(city: str) -> str:
+        """The weather in a city."""
+        raise AssertionError("the tool ran in a replay")
+
+    async def both_legs(model: Any, cassette: Cassette, tools: list[Any]) -> list[Any]:
+        hook = HumanInTheLoopHook(["weather"])
+        agent = attrs.evolve(
+            agent_on(model, cassette, tools=tools), saver=MemorySaver(), hooks=[hook]
+        )
+        config = RunnableConfig(thread_id="t")
+        first = await run(agent, "weather?", config)
+        return [first, await run(agent, Resume({"call_0": Approve()}), config)]
+
+    path = tmp_path / "approval.json"
+    script = [OPENAI.reply(asks("Paris")), OPENAI.reply("Sunny.")]
+    with OPENAI.serve(script) as server, Cassette(path, mode="record") as cassette:
+        model = OPENAI.model(server, http_client=cassette.http_client)
+        recorded = await both_legs(model, cassette, [weather])
+    assert recorded[0][1].status == "interrupted" and recorded[1][1].text == "Sunny."
+    with Cassette(path, mode="replay") as cassette:
+        replayed = await both_legs(dead_model(cassette), cassette, [broken])
+    for (events, result), (events_then, result_then) in zip(replayed, recorded, strict=True):
+        assert events == events_then
+        assert (result.status, result.messages) == (result_then.status, result_then.messages)
 
 
 async def record_weather(path: Path, prompt: str = "weather?") -> None:
