@@ -5,8 +5,9 @@ it to a model as ``http_client=``) sends through a transport that, recording, pa
 request to the network and keeps the request and its answer — whole, or a stream's text
 chunk by chunk, so a replay streams the same frames — and, replaying, answers from the
 file and never opens a connection. Used as a tool interceptor (``interceptors=[cassette]``)
-it records what each tool call answered and replays it without running the tool, so a
-test can replay a run whose tools call real services.
+it records what each tool call answered — content parts (an image, a file) and a pause
+for approval included (``reactcore._cassette_tools``) — and replays it without running
+the tool, so a test can replay a run whose tools call real services.
 
 The file is JSON, indented, one interaction per list item in the order they happened;
 keys and secrets never get in (``reactcore._cassette_match``). A replayed request is
@@ -50,9 +51,9 @@ from ._cassette_match import (
     redact_text,
     request_record,
 )
+from ._cassette_tools import answer_of, answer_record, call_record
 from ._exceptions import CassetteError, CassetteMismatchError
 from ._interceptors import ToolCallRequest, ToolCallResponse, ToolHandler
-from ._serde import converter
 
 CassetteMode = Literal["record", "replay", "once"]
 """How a ``Cassette`` works: always record, only replay, or replay once recorded."""
@@ -225,20 +226,16 @@ class Cassette:
     ) -> ToolCallResponse:
         """Record the call's answer, or replay it without running the tool."""
         call = request.call
-        try:
-            arguments: Any = json.loads(call.arguments)
-        except ValueError:
-            arguments = call.arguments
         secrets = self._known or self.secrets
-        what = {"tool": call.name, "arguments": redact_json(arguments, secrets)}
+        what = call_record(request, secrets)
         if not self.recording:
             recorded = self._take(what, what, "tool", "tool call", call_id=call.id)
             await checkpoint()
-            return _tool_response(recorded["response"])
+            return answer_of(recorded["response"], str(self.path))
         interaction: dict[str, Any] = {"kind": "tool", "call": {"id": call.id, **what}}
         self._interactions.append(interaction)
         response = await handler(request)
-        interaction["response"] = _tool_record(call.name, response, secrets)
+        interaction["response"] = answer_record(call.name, response, secrets)
         return response
 
     # --- matching ---------------------------------------------------------------------------
@@ -271,6 +268,9 @@ class Cassette:
         candidates = [
             (n, _matched_of(i)) for n, i in enumerate(self._interactions) if i["kind"] == kind
         ]
+        # A call resumed after a pause is compared with resumed calls (its decisions).
+        alike = [(n, c) for n, c in candidates if ("decisions" in c) == ("decisions" in what)]
+        candidates = alike or candidates
         if key_of(what) in self._queues:
             return CassetteMismatchError(
                 f"the {noun} {sent} was recorded in {self.path} fewer times than the replay "
@@ -301,7 +301,10 @@ def _matched_of(interaction: dict[str, Any]) -> dict[str, Any]:
     if interaction["kind"] == "http":
         return matched(interaction["request"])
     call = interaction["call"]
-    return {"tool": call["tool"], "arguments": call["arguments"]}
+    kept = {"tool": call["tool"], "arguments": call.get("arguments")}
+    if "decisions" in call:  # a call run again after it paused the run
+        kept["decisions"] = call["decisions"]
+    return kept
 
 
 def _key(interaction: dict[str, Any]) -> str:
@@ -476,42 +479,6 @@ def _replayed(request: httpx.Request, interaction: dict[str, Any]) -> httpx.Resp
         headers=response.get("headers", {}),
         stream=_Replay(chunks, error),
         request=request,
-    )
-
-
-# --- tool answers ---------------------------------------------------------------------------
-
-
-def _tool_record(name: str, response: ToolCallResponse, secrets: tuple[str, ...]) -> dict[str, Any]:
-    """What a tool call answered, as JSON; ``CassetteError`` for what a cassette cannot
-    hold (content parts, a pause for approval, data or state updates that are no JSON)."""
-    if response.parts or response.interrupt is not None:
-        what = "content parts" if response.parts else "a pause for approval"
-        raise CassetteError(f"tool '{name}' answered with {what}, which a cassette cannot record")
-    record: dict[str, Any] = {"text": redact_text(response.text, secrets)}
-    if response.is_error:
-        record["is_error"] = True
-    for field in ("data", "update"):
-        value = getattr(response, field)
-        if value is None or (field == "update" and not value):
-            continue
-        try:
-            plain_value = json.loads(json.dumps(converter.unstructure(value)))
-        except (TypeError, ValueError) as exc:
-            raise CassetteError(
-                f"tool '{name}' answered with {field} that is no JSON, which a cassette cannot "
-                f"record: {exc}"
-            ) from None
-        record[field] = redact_json(plain_value, secrets)
-    return record
-
-
-def _tool_response(record: dict[str, Any]) -> ToolCallResponse:
-    return ToolCallResponse(
-        str(record.get("text", "")),
-        is_error=bool(record.get("is_error", False)),
-        update=dict(record.get("update") or {}),
-        data=record.get("data"),
     )
 
 

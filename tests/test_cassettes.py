@@ -1,7 +1,8 @@
 """Cassettes (``reactcore.testing.Cassette``): a run recorded against each provider's
 loopback server replays with the server stopped — the same events and result — on asyncio
 and trio; parallel batches of identical calls replay each call's own answer; a changed
-prompt, tool schema or tool argument fails naming the field; no key reaches the file;
+prompt, tool schema or tool argument fails naming the field; tool answers with content
+parts and pauses for approval (with their resumed leg) replay; no key reaches the file;
 the modes; the pytest fixture and marker."""
 
 from __future__ import annotations
@@ -16,14 +17,27 @@ import httpx
 import pytest
 
 from reactcore import (
+    Approve,
     AssistantMessage,
+    AudioPart,
+    FilePart,
+    HumanInTheLoopHook,
+    ImagePart,
+    Interrupt,
+    MemorySaver,
     ModelError,
     ModelRequest,
     ModelStreamError,
     OpenAIChatModel,
     ReactAgent,
+    Reject,
+    Resume,
+    RunnableConfig,
+    TextPart,
     ToolCall,
     ToolCallFinished,
+    ToolCallResponse,
+    ToolContext,
     UserMessage,
     tool,
 )
@@ -68,11 +82,13 @@ def asks(*cities: str) -> AssistantMessage:
     return AssistantMessage("Checking.", calls)
 
 
-async def run(agent: ReactAgent, prompt: str) -> tuple[list[Any], Any]:
+async def run(
+    agent: ReactAgent, prompt: str | Resume, config: RunnableConfig | None = None
+) -> tuple[list[Any], Any]:
     """The events of a run of ``agent`` (tool durations zeroed: they are timings) and
     its result."""
     events = []
-    async with agent.start(prompt) as handle:
+    async with agent.start(prompt, config) as handle:
         async for event in handle.events():
             if isinstance(event, ToolCallFinished):
                 event = attrs.evolve(event, duration=0.0)
@@ -149,6 +165,150 @@ async def test_parallel_identical_calls_replay_their_own_answers(tmp_path: Path)
         mine = [e for e in replayed[0] if getattr(e, "call_id", None) == call_id]
         assert mine == [e for e in recorded[0] if getattr(e, "call_id", None) == call_id]
     assert replayed[1].messages == recorded[1].messages
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(48))
+PARTS = (
+    TextPart("caption: the front"),
+    ImagePart.from_bytes(PNG, "image/png", detail="low"),
+    FilePart.from_bytes(b"%PDF-1.4 the report", "application/pdf", "report.pdf"),
+    AudioPart("UklGRiQAAABXQVZF", "wav"),
+)
+
+
+async def test_a_tool_answer_with_content_parts_replays(tmp_path: Path) -> None:
+    """A tool answering with content parts (text, an image, a file, audio) is recorded
+    with the parts in the checkpoints' tagged JSON form (inline data the base64 data URL
+    it is); replayed with the tool replaced by one that fails if run, the events and the
+    result are the recorded ones, the tool response holds the same parts, and the next
+    model request — which carries them (``tool_media="user_message"``) — matches its
+    recording."""
+
+    @tool
+    async def photo(subject: str) -> ToolCallResponse:
+        """A photo of the subject (a camera service, in real life)."""
+        return ToolCallResponse(f"a photo of {subject}", parts=PARTS)
+
+    @tool(name="photo")
+    async def broken(subject: str) -> ToolCallResponse:
+        """A photo of the subject (a camera service, in real life)."""
+        raise AssertionError("the tool ran in a replay")
+
+    def model(server: Any, cassette: Cassette) -> OpenAIChatModel:
+        chat = OPENAI.model(server, http_client=cassette.http_client)
+        return attrs.evolve(chat, tool_media="user_message")  # type: ignore[no-any-return]
+
+    path = tmp_path / "parts.json"
+    ask = AssistantMessage("Looking.", [ToolCall("c1", "photo", '{"subject": "the house"}')])
+    script = [OPENAI.reply(ask), OPENAI.reply("A red house.")]
+    with OPENAI.serve(script) as server, Cassette(path, mode="record") as cassette:
+        recorded = await run(agent_on(model(server, cassette), cassette, tools=[photo]), "look")
+    image = PARTS[1]
+    assert isinstance(image, ImagePart)
+    assert image.url in json.dumps(server.requests[1])  # the parts reached the model
+    document = json.loads(path.read_text(encoding="utf-8"))
+    answer = next(i for i in document["interactions"] if i["kind"] == "tool")["response"]
+    assert answer["parts"][1] == {"type": "image", "url": image.url, "detail": "low"}
+    assert [p["type"] for p in answer["parts"]] == ["text", "image", "file", "audio"]
+    with Cassette(path, mode="replay") as cassette:
+        replayed = await run(agent_on(model(server, cassette), cassette, tools=[broken]), "look")
+    assert replayed[0] == recorded[0]
+    assert replayed[1].messages == recorded[1].messages
+    assert replayed[1].text == recorded[1].text == "A red house."
+    assert replayed[1].messages[2].responses[0].parts == PARTS
+    finished = [e for e in replayed[0] if isinstance(e, ToolCallFinished)]
+    assert finished[0].response.parts == PARTS
+    answer["parts"][1]["type"] = "video"  # a damaged file: said so, not replayed wrong
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with Cassette(path, mode="replay") as cassette, pytest.raises(CassetteError) as caught:
+        await run(agent_on(model(server, cassette), cassette, tools=[broken]), "look")
+    assert "is a damaged cassette: a malformed tool answer" in str(caught.value)
+
+
+async def test_a_pause_for_approval_and_its_resume_replay(tmp_path: Path) -> None:
+    """A tool that pauses the run for approval (``ToolCallResponse(interrupt=...)``) and
+    runs again on ``Resume``: both legs are recorded (the second with its decisions) and
+    replay with the tool replaced by one that fails if run — the same events and results,
+    the pause listing the same waiting call; resumed with another decision, the replay
+    fails naming it."""
+
+    @tool
+    async def pay(amount: int, context: ToolContext) -> Any:
+        """Pay, once a human confirmed."""
+        if context.decisions is None:
+            confirm = ToolCall("ok", "confirm_payment", json.dumps({"amount": amount}))
+            return ToolCallResponse("asking", interrupt=Interrupt((confirm,)))
+        approved = isinstance(context.decisions.decisions.get("ok"), Approve)
+        return f"paid {amount}" if approved else "not paid"
+
+    @tool(name="pay")
+    async def broken(amount: int, context: ToolContext) -> Any:
+        """Pay, once a human confirmed."""
+        raise AssertionError("the tool ran in a replay")
+
+    async def both_legs(agent: ReactAgent, decision: Any = None) -> list[Any]:
+        config = RunnableConfig(thread_id="t")
+        first = await run(agent, "pay 5", config)
+        second = await run(agent, Resume({"c1/ok": decision or Approve()}), config)
+        return [first, second]
+
+    def agent(model: Any, cassette: Cassette, tools: list[Any]) -> ReactAgent:
+        return attrs.evolve(agent_on(model, cassette, tools=tools), saver=MemorySaver())
+
+    path = tmp_path / "pause.json"
+    ask = AssistantMessage("", [ToolCall("c1", "pay", '{"amount": 5}')])
+    script = [OPENAI.reply(ask), OPENAI.reply("Paid.")]
+    with OPENAI.serve(script) as server, Cassette(path, mode="record") as cassette:
+        model = OPENAI.model(server, http_client=cassette.http_client)
+        recorded = await both_legs(agent(model, cassette, [pay]))
+    paused, finished = recorded[0][1], recorded[1][1]
+    assert paused.interrupt.calls == (ToolCall("c1/ok", "confirm_payment", '{"amount": 5}'),)
+    assert finished.text == "Paid." and finished.messages[2].responses[0].response_data == (
+        "paid 5"
+    )
+    with Cassette(path, mode="replay") as cassette:
+        replayed = await both_legs(agent(dead_model(cassette), cassette, [broken]))
+    for (events, result), (events_then, result_then) in zip(replayed, recorded, strict=True):
+        assert events == events_then
+        assert result.status == result_then.status
+        assert result.messages == result_then.messages
+    assert replayed[0][1].interrupt == paused.interrupt
+    with Cassette(path, mode="replay") as cassette, pytest.raises(CassetteMismatchError) as caught:
+        await both_legs(agent(dead_model(cassette), cassette, [broken]), Reject("no"))
+    assert caught.value.field == "$.decisions.ok.decision"
+    assert (caught.value.recorded, caught.value.sent) == ("approve", "reject")
+
+
+async def test_a_human_in_the_loop_pause_replays(tmp_path: Path) -> None:
+    """A ``HumanInTheLoopHook`` pause comes before the tool runs: its two legs (paused,
+    then resumed with ``Resume``) replay from the model traffic and the tool's recorded
+    answer, with the same events and results, the tool not run."""
+
+    @tool(name="weather")
+    async def broken(city: str) -> str:
+        """The weather in a city."""
+        raise AssertionError("the tool ran in a replay")
+
+    async def both_legs(model: Any, cassette: Cassette, tools: list[Any]) -> list[Any]:
+        hook = HumanInTheLoopHook(["weather"])
+        agent = attrs.evolve(
+            agent_on(model, cassette, tools=tools), saver=MemorySaver(), hooks=[hook]
+        )
+        config = RunnableConfig(thread_id="t")
+        first = await run(agent, "weather?", config)
+        return [first, await run(agent, Resume({"call_0": Approve()}), config)]
+
+    path = tmp_path / "approval.json"
+    script = [OPENAI.reply(asks("Paris")), OPENAI.reply("Sunny.")]
+    with OPENAI.serve(script) as server, Cassette(path, mode="record") as cassette:
+        model = OPENAI.model(server, http_client=cassette.http_client)
+        recorded = await both_legs(model, cassette, [weather])
+    assert recorded[0][1].status == "interrupted" and recorded[1][1].text == "Sunny."
+    with Cassette(path, mode="replay") as cassette:
+        replayed = await both_legs(dead_model(cassette), cassette, [broken])
+    for (events, result), (events_then, result_then) in zip(replayed, recorded, strict=True):
+        assert events == events_then
+        assert (result.status, result.messages) == (result_then.status, result_then.messages)
 
 
 async def record_weather(path: Path, prompt: str = "weather?") -> None:
