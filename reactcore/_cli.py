@@ -4,8 +4,9 @@
 ``reactcore._bench``); it needs the ``bench`` extra. ``demo`` runs a small agent with two
 tools in parallel and prints its events as they happen, on a scripted model or on any
 OpenAI-compatible endpoint. ``timeline`` draws a run's event log (``reactcore.viewer``) as
-one self-contained HTML page; ``view`` serves, on 127.0.0.1 only, the event logs of a
-folder drawn the same way (local development; needs the ``view`` extra).
+one self-contained HTML page (or a thread's checkpoints in a SQLite saver, timed step by
+step); ``view`` serves, on 127.0.0.1 only, the event logs of a folder and the threads of a
+SQLite saver drawn the same way (local development; needs the ``view`` extra).
 
 Errors in what was asked (a bad option, a missing model or key) are one line on stderr
 and exit status 2. The command, not the library, configures structlog: warnings the
@@ -20,16 +21,20 @@ import logging
 import math
 import os
 import shlex
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import anyio
 import structlog
 
 from ._demo import QUESTION, demo_model, run_demo
 from .models.openai import OpenAIChatModel
+
+if TYPE_CHECKING:
+    from .viewer import Timeline
 
 BENCH_EXTRA = "pip install 'reactcore[bench]'"
 VIEW_EXTRA = "pip install 'reactcore[view]'"
@@ -211,19 +216,46 @@ def _readable(text: str) -> Path:
     return path
 
 
-def _timeline(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from .viewer import EventLogError, timeline_html, timeline_of_file
+def _thread_timeline(path: Path, thread_id: str) -> Timeline:
+    """The timeline of ``thread_id`` from the checkpoints of the SQLite saver at ``path``
+    (``ThreadNotFound`` when it has none)."""
+    from .savers import SqliteSaver
+    from .viewer import timeline_of_thread
 
-    source: Path = args.events
-    target: Path = args.output or source.with_suffix(".html")
-    try:
-        timeline = timeline_of_file(source)
-    except EventLogError as exc:
-        print(f"reactcore timeline: {source}: {exc}", file=sys.stderr)
-        return 2
+    async def read() -> Timeline:
+        async with SqliteSaver(path) as saver:
+            return await timeline_of_thread(saver, thread_id)
+
+    return anyio.run(read)
+
+
+def _timeline(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from .viewer import EventLogError, ThreadNotFound, timeline_html, timeline_of_file
+
+    if (args.events is None) == (args.sqlite is None):
+        args.subparser.error("give either EVENTS.jsonl or --sqlite PATH --thread ID")
+    if (args.sqlite is None) != (args.thread is None):
+        args.subparser.error("--sqlite PATH and --thread ID go together")
+    if args.events is not None:
+        source: Path = args.events
+        target: Path = args.output or source.with_suffix(".html")
+        name = source.name
+        try:
+            timeline = timeline_of_file(source)
+        except EventLogError as exc:
+            print(f"reactcore timeline: {source}: {exc}", file=sys.stderr)
+            return 2
+    else:
+        target = args.output or Path("thread.html")
+        name = f"thread {args.thread}"
+        try:
+            timeline = _thread_timeline(args.sqlite, args.thread)
+        except (ThreadNotFound, ValueError, sqlite3.Error) as exc:
+            print(f"reactcore timeline: {args.sqlite}: {exc}", file=sys.stderr)
+            return 2
     for warning in timeline.warnings:
         print(f"reactcore timeline: warning: {warning}", file=sys.stderr)
-    page = timeline_html(timeline, title=args.title or f"reactcore run: {source.name}")
+    page = timeline_html(timeline, title=args.title or f"reactcore run: {name}")
     target.write_text(page, encoding="utf-8")
     tools, lanes = len(timeline.tools), len(timeline.lanes)
     print(f"wrote {target}: {tools} tool calls, {len(timeline.models)} model calls, {lanes} lanes")
@@ -233,22 +265,29 @@ def _timeline(args: argparse.Namespace, argv: Sequence[str]) -> int:
 def _add_timeline(commands: argparse._SubParsersAction[_Parser]) -> None:
     p = commands.add_parser(
         "timeline",
-        help="draw a run's event log as one self-contained HTML page",
+        help="draw a run's event log, or a thread's checkpoints, as one HTML page",
         description=(
             'Read an event log (JSON lines: {"t": <seconds>, "event": <event JSON>}, '
             "as reactcore.viewer.open_event_log writes it; bare event objects are drawn "
-            "evenly spaced) and write the run's timeline as one HTML file that needs no "
-            "network: tool calls in lanes, model calls, queueing, timeouts, cancellations, "
-            "errors, retries, pauses for approval, subagents."
+            "evenly spaced), or a thread's checkpoints in a SQLite saver (--sqlite PATH "
+            "--thread ID: timed step by step), and write the run's timeline as one HTML "
+            "file that needs no network: tool calls in lanes, model calls, queueing, "
+            "timeouts, cancellations, errors, retries, pauses for approval, subagents."
         ),
     )
-    p.add_argument("events", type=_readable, metavar="EVENTS.jsonl", help="the event log")
+    p.add_argument(
+        "events", type=_readable, nargs="?", metavar="EVENTS.jsonl", help="the event log"
+    )
+    p.add_argument(
+        "--sqlite", type=_readable, metavar="PATH", help="a SqliteSaver's file (with --thread)"
+    )
+    p.add_argument("--thread", metavar="ID", help="the thread to draw from its checkpoints")
     p.add_argument(
         "-o",
         "--output",
         type=_writable,
         metavar="PATH",
-        help="the HTML file to write (default: EVENTS with the suffix .html)",
+        help="the HTML file to write (default: EVENTS with the suffix .html; thread.html)",
     )
     p.add_argument("--title", help="the page's title (default: the event log's name)")
     p.set_defaults(handler=_timeline, subparser=p)
@@ -281,6 +320,8 @@ def _view(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     from .viewer._logs import logs_app
 
+    if args.events is None and args.sqlite is None:
+        args.events = Path(".")
     sock = socket.socket()
     try:
         sock.bind(("127.0.0.1", args.port))
@@ -290,8 +331,14 @@ def _view(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 2
     sock.listen(64)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    print(f"serving the event logs of {args.events} at {url} (Ctrl-C stops)", flush=True)
-    config = uvicorn.Config(logs_app(args.events), log_level="warning", lifespan="off")
+    what = " and ".join(
+        f"the {kind} of {where}"
+        for kind, where in (("event logs", args.events), ("threads", args.sqlite))
+        if where is not None
+    )
+    print(f"serving {what} at {url} (Ctrl-C stops)", flush=True)
+    app = logs_app(args.events, sqlite=args.sqlite)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
     with sock:
         uvicorn.Server(config).run(sockets=[sock])
     return 0
@@ -300,16 +347,20 @@ def _view(args: argparse.Namespace, argv: Sequence[str]) -> int:
 def _add_view(commands: argparse._SubParsersAction[_Parser]) -> None:
     p = commands.add_parser(
         "view",
-        help="serve a folder's event logs as timeline pages on 127.0.0.1 (development)",
+        help="serve event logs or a saver's threads as timeline pages on 127.0.0.1",
         description=(
             "Serve, on 127.0.0.1 only, a page listing the event logs (*.jsonl, as "
             "reactcore.viewer.open_event_log writes them) of a folder; each opens drawn as "
-            "its run's timeline, read again on every reload. For local development: there "
+            "its run's timeline, read again on every reload; with --sqlite PATH, the threads "
+            "of a SqliteSaver, each drawn from its checkpoints. For local development: there "
             f"is no login. Needs Starlette and uvicorn: {VIEW_EXTRA}."
         ),
     )
     p.add_argument(
-        "--events", type=_folder, default=Path("."), metavar="DIR", help="the folder (default: .)"
+        "--events", type=_folder, metavar="DIR", help="the folder (default: ., without --sqlite)"
+    )
+    p.add_argument(
+        "--sqlite", type=_readable, metavar="PATH", help="a SqliteSaver's file: list its threads"
     )
     p.add_argument(
         "--port", type=_port, default=8765, help="the port (default: 8765; 0: any free one)"

@@ -6,6 +6,8 @@ one self-contained HTML page: one lane per tool call running at once, the model 
 between batches with their streamed output, queueing for limiter slots, timeouts,
 cancellations, errors, retries, pauses for approval, and subagents under the calls that
 ran them. ``TimelineBuilder`` builds the same picture from events as they come.
+``await timeline_of_thread(saver, thread_id)`` draws a thread that was not recorded from
+its checkpoints (step by step: ``reactcore timeline --sqlite PATH --thread ID``).
 
 ``viewer_app(app, authorize=...)``: the live viewer, an operator's page mounted beside a
 served app (``reactcore.serving``): its runs drawn as they go, steered from the page
@@ -30,6 +32,8 @@ from ._model import Segment as Segment
 from ._model import Timeline as Timeline
 from ._model import ToolSpan as ToolSpan
 from ._page import timeline_html as timeline_html
+from ._thread import ThreadNotFound as ThreadNotFound
+from ._thread import timeline_of_thread as timeline_of_thread
 from ._timeline import TimelineBuilder as TimelineBuilder
 from ._timeline import timeline_of as timeline_of
 from ._timeline import timeline_of_file as timeline_of_file
@@ -43,6 +47,7 @@ __all__ = [
     "Outcome",
     "Retry",
     "Segment",
+    "ThreadNotFound",
     "TimedEvent",
     "Timeline",
     "TimelineBuilder",
@@ -53,5 +58,6 @@ __all__ = [
     "timeline_html",
     "timeline_of",
     "timeline_of_file",
+    "timeline_of_thread",
     "viewer_app",
 ]
